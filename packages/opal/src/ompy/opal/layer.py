@@ -1,0 +1,49 @@
+"""The opal layer's self-description, published in the ``ompy.layers`` entry-point group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from . import __version__
+from .mca.params import Registry
+
+
+def _no_params(_registry: Registry) -> None:
+    """A layer without layer-wide parameters registers nothing."""
+
+
+@attrs.frozen
+class Layer:
+    """One installed layer: its name, distribution and release, and its layer-wide parameters.
+
+    Each layer publishes one of these so that ``ompy info`` and ``ompy --version`` can list what
+    is installed without knowing in advance which layers exist.
+    """
+
+    name: str
+    distribution: str
+    version: str
+    description: str
+    register_params: Callable[[Registry], None] = _no_params
+
+    ENTRY_POINT_GROUP = "ompy.layers"
+
+
+layer = Layer(
+    "opal",
+    "ompy-opal",
+    __version__,
+    "portability layer: MCA core, parameters, shared memory, byte transfer interface",
+)
+
+
+def installed_layers() -> list[Layer]:
+    """Every installed layer, bottom first."""
+    from stevedore import ExtensionManager
+
+    manager = ExtensionManager(Layer.ENTRY_POINT_GROUP)
+    order = {"opal": 0, "orte": 1, "ompi": 2}
+    layers = [ext.plugin for ext in manager.extensions]
+    return sorted(layers, key=lambda layer: order.get(layer.name, 9))

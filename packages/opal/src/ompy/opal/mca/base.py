@@ -1,0 +1,157 @@
+"""Framework glue shared by every framework: open, select, close.
+
+:func:`open_framework` turns a :class:`Framework` description into an :class:`OpenFramework`:
+components discovered, the admitted ones loaded, their parameters registered and ``open()``
+called.  Selection then asks each open component for an offer in a given context.  A component
+that fails is recorded (``ompy info`` shows why) and skipped, unless the user asked for it by
+name, in which case the failure is an error that says so.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import attrs
+
+from .component import Component, Offer
+from .discovery import LoadFailure, list_candidates, load_components
+from .errors import ComponentLoadError, NoComponentError, SelectionSyntaxError
+from .framework import Cardinality, Framework
+from .params import Registry
+from .selection import Selection
+
+
+@attrs.define
+class OpenFramework:
+    """A framework with its components loaded and opened in this process."""
+
+    framework: Framework
+    registry: Registry
+    selection: Selection
+    components: list[Component]
+    failures: list[LoadFailure]
+    verbosity: int = 0
+
+    def offers(self, context: Any = None) -> list[tuple[Component, Offer[Any]]]:
+        """Every offer for ``context``, best first (priority descending, then name)."""
+        offers = []
+        for component in self.components:
+            try:
+                offer = component.query(context)
+            except Exception as error:  # a component bug must not take the framework down
+                if self.selection.requested(component.name):
+                    raise ComponentLoadError(
+                        f"the {self.framework.name} component '{component.name}' was requested "
+                        f"but failed while deciding whether to run: {error}"
+                    ) from error
+                self.failures.append(LoadFailure(component.name, "", f"query failed: {error}"))
+                continue
+            self.say(20, f"{component.name} offers {offer.priority if offer else 'nothing'}")
+            if offer is not None:
+                offers.append((component, offer))
+        offers.sort(key=lambda pair: (-pair[1].priority, pair[0].name))
+        return offers
+
+    def select_one(self, context: Any = None) -> tuple[Component, Offer[Any]]:
+        """The single best offer (one-of-many frameworks); an error when nobody offers."""
+        offers = self.offers(context)
+        if not offers:
+            raise NoComponentError(self._nobody_offers())
+        component, offer = offers[0]
+        self.say(10, f"selected {component.name} (priority {offer.priority})")
+        return component, offer
+
+    def select_many(self, context: Any = None) -> list[tuple[Component, Offer[Any]]]:
+        """Every offer, best first (many-of-many frameworks); may be empty."""
+        return self.offers(context)
+
+    def select(self, context: Any = None):
+        """Select according to the framework's cardinality."""
+        if self.framework.cardinality is Cardinality.ONE:
+            return self.select_one(context)
+        return self.select_many(context)
+
+    def close(self) -> None:
+        """Close every component, in reverse order of opening."""
+        for component in reversed(self.components):
+            component.close()
+        self.components.clear()
+
+    def say(self, level: int, message: str) -> None:
+        """Print a diagnostic when ``<framework>_base_verbose`` is at least ``level``."""
+        if self.verbosity >= level:
+            print(f"[{os.getpid()}] {self.framework.name}: {message}", file=sys.stderr, flush=True)
+
+    def _nobody_offers(self) -> str:
+        fw = self.framework.name
+        tried = ", ".join(component.name for component in self.components) or "none"
+        message = f"no {fw} component is able to run here (components tried: {tried})"
+        if self.failures:
+            message += "; failed: " + "; ".join(f"{f.name}: {f.reason}" for f in self.failures)
+        resolved = self.registry.resolve(fw)
+        if resolved.value:
+            message += f"; the selection '{fw}' = '{resolved.text}' comes from {resolved.source}"
+        return message
+
+
+def open_framework(
+    framework: Framework, registry: Registry, *, everything: bool = False
+) -> OpenFramework:
+    """Discover, load and open the components of ``framework`` that its selection admits.
+
+    ``everything`` loads every installed component regardless of the selection: that is what
+    ``ompy info`` needs to show all parameters and all load errors.
+    """
+    framework.register_params(registry)
+    resolved = registry.resolve(framework.name)
+    try:
+        selection = Selection.parse(resolved.value, param=framework.name)
+    except SelectionSyntaxError as error:
+        raise SelectionSyntaxError(f"{error} (set by {resolved.source})") from None
+
+    candidates, failures = list_candidates(framework.group)
+    _check_requested_exist(framework, selection, resolved, candidates, failures)
+    admitted = [c for c in candidates if everything or selection.admits(c.name)]
+    classes, load_failures = load_components(framework, admitted)
+    failures.extend(load_failures)
+
+    components = []
+    for cls in classes:
+        component = cls(registry)
+        try:
+            component.register_params()
+            component.open()
+        except Exception as error:
+            failures.append(LoadFailure(cls.name, "", f"open failed: {error}"))
+        else:
+            components.append(component)
+
+    for failure in failures:
+        if selection.requested(failure.name):
+            raise ComponentLoadError(
+                f"the {framework.name} component '{failure.name}' was requested "
+                f"('{framework.name}' = '{resolved.text}', from {resolved.source}) "
+                f"but cannot be used: {failure.reason}"
+            )
+    return OpenFramework(
+        framework,
+        registry,
+        selection,
+        components,
+        failures,
+        verbosity=registry.get(framework.verbose_param),
+    )
+
+
+def _check_requested_exist(framework, selection, resolved, candidates, failures) -> None:
+    known = {c.name for c in candidates} | {f.name for f in failures}
+    missing = [name for name in selection.include if name not in known]
+    if missing:
+        installed = ", ".join(sorted(known)) or "none"
+        raise ComponentLoadError(
+            f"no {framework.name} component named {', '.join(repr(m) for m in missing)} is "
+            f"installed ('{framework.name}' = '{resolved.text}', from {resolved.source}); "
+            f"installed {framework.name} components: {installed}"
+        )

@@ -1,0 +1,95 @@
+"""The component interface every MCA plug-in implements, whatever its framework.
+
+A component class is what an entry point in the group ``ompy.mca.<framework>`` names.  The core
+instantiates it once per process and drives its lifecycle::
+
+    register_params(registry) -> open() -> query(context) -> [modules do the work] -> close()
+
+``query`` answers "do you want to run here, and how much?" with an :class:`Offer` (a priority
+and the module that will do the work), or ``None`` to stay out.  Framework interfaces subclass
+:class:`Component` to add what their modules must provide.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Generic, TypeVar
+
+import attrs
+
+from .params import ParamType, Registry
+
+ModuleT = TypeVar("ModuleT")
+
+
+@attrs.frozen
+class Offer(Generic[ModuleT]):
+    """A component's answer to ``query``: its priority here and the module it would run."""
+
+    priority: int
+    module: ModuleT
+
+
+class Component:
+    """Base class of all components.
+
+    Subclasses set the class attributes below.  ``version`` is the component's own release
+    (shown by ``ompy info``); ``interface_version`` is the version of the framework interface it
+    was written against: a different major version is refused when the component is loaded.
+    """
+
+    framework: ClassVar[str]
+    name: ClassVar[str]
+    version: ClassVar[str]
+    interface_version: ClassVar[tuple[int, int]]
+    description: ClassVar[str] = ""
+    #: Priority used when the user does not set ``<framework>_<name>_priority``.
+    default_priority: ClassVar[int] = 0
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def register_params(self) -> None:
+        """Declare this component's parameters; subclasses extend, calling ``super()``."""
+        self.register_param(
+            "priority",
+            ParamType.INT,
+            self.default_priority,
+            f"Priority of the {self.framework} component '{self.name}' "
+            "(higher wins when several want to run)",
+            level=6,
+        )
+
+    def open(self) -> None:
+        """Acquire process-wide resources; raise to take the component out of the running."""
+
+    def query(self, context: Any) -> Offer[Any] | None:
+        """Return an offer to run in ``context``, or ``None`` to stay out."""
+        return None
+
+    def close(self) -> None:
+        """Release what ``open`` acquired."""
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def register_param(self, name: str, type: ParamType, default: Any, help: str, **kw: Any):
+        """Register ``<framework>_<component>_<name>``."""
+        return self.registry.register(
+            self.param_name(name), type, default, help, scope=(self.framework, self.name), **kw
+        )
+
+    def param(self, name: str) -> Any:
+        """The value of this component's parameter ``name``."""
+        return self.registry.get(self.param_name(name))
+
+    def param_name(self, name: str) -> str:
+        return f"{self.framework}_{self.name}_{name}"
+
+    @property
+    def priority(self) -> int:
+        """The priority in force: the user's ``<framework>_<name>_priority`` or the default."""
+        return self.param("priority")
+
+    def __repr__(self) -> str:
+        return f"<{self.framework} component {self.name} {self.version}>"

@@ -1,0 +1,118 @@
+"""Finding components: names from installed metadata first, code only for what is selected.
+
+Listing entry points reads package metadata (stevedore caches it across processes), so an
+excluded component is never imported: a broken or slow plug-in costs nothing unless it is wanted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import attrs
+from stevedore import ExtensionManager, NamedExtensionManager
+
+from .component import Component
+from .errors import ComponentVersionError
+from .framework import Framework
+
+
+@attrs.frozen
+class Candidate:
+    """An installed component, known by its entry point but not necessarily imported."""
+
+    name: str
+    target: str
+
+
+@attrs.frozen
+class LoadFailure:
+    """A component that could not be used, and why (shown by ``ompy info``)."""
+
+    name: str
+    target: str
+    reason: str
+
+
+def list_candidates(group: str) -> tuple[list[Candidate], list[LoadFailure]]:
+    """Installed components of a group; a name claimed by two targets is a failure for both."""
+    targets: dict[str, set[str]] = defaultdict(set)
+    listing = NamedExtensionManager(group, names=[], on_missing_entrypoints_callback=None)
+    for entry_point in listing.list_entry_points():
+        targets[entry_point.name].add(entry_point.value)
+    candidates, failures = [], []
+    for name in sorted(targets):
+        found = sorted(targets[name])
+        if len(found) == 1:
+            candidates.append(Candidate(name, found[0]))
+        else:
+            reason = (
+                f"the name '{name}' is registered by more than one package ({', '.join(found)}); "
+                f"uninstall all but one"
+            )
+            failures.append(LoadFailure(name, " | ".join(found), reason))
+    return candidates, failures
+
+
+def load_components(
+    framework: Framework, candidates: list[Candidate]
+) -> tuple[list[type[Component]], list[LoadFailure]]:
+    """Import the given components and check that they fit the framework's interface."""
+    failures: list[LoadFailure] = []
+
+    def on_failure(_manager, entry_point, error: BaseException) -> None:
+        reason = f"{type(error).__name__}: {error}"
+        failures.append(LoadFailure(entry_point.name, entry_point.value, reason))
+
+    if not candidates:
+        return [], failures
+    manager = NamedExtensionManager(
+        framework.group,
+        names=[candidate.name for candidate in candidates],
+        on_load_failure_callback=on_failure,
+        on_missing_entrypoints_callback=None,
+    )
+    loaded = []
+    for extension in sorted(manager.extensions, key=lambda ext: ext.name):
+        try:
+            check_component_class(framework, extension.name, extension.plugin)
+        except ComponentVersionError as error:
+            failures.append(LoadFailure(extension.name, extension.entry_point.value, str(error)))
+        else:
+            loaded.append(extension.plugin)
+    return loaded, failures
+
+
+def check_component_class(framework: Framework, name: str, plugin: object) -> None:
+    """Refuse anything that is not a component of this framework at a compatible version."""
+    if not (isinstance(plugin, type) and issubclass(plugin, Component)):
+        raise ComponentVersionError(
+            f"entry point '{name}' of {framework.group} names {plugin!r}, "
+            f"which is not an ompy component class"
+        )
+    if plugin.framework != framework.name or plugin.name != name:
+        raise ComponentVersionError(
+            f"entry point '{name}' of {framework.group} names the component "
+            f"'{plugin.framework}/{plugin.name}'; the entry point name and the component's "
+            f"framework and name must match"
+        )
+    wanted_major = framework.interface_version[0]
+    got = plugin.interface_version
+    if got[0] != wanted_major:
+        raise ComponentVersionError(
+            f"the {framework.name} component '{name}' implements interface version "
+            f"{got[0]}.{got[1]}, but this installation's {framework.name} framework provides "
+            f"version {wanted_major}.x; install a release of the component built for it"
+        )
+
+
+def installed_frameworks() -> list[Framework]:
+    """Every framework that the installed layers publish, sorted by layer order then name."""
+    manager = ExtensionManager(Framework.ENTRY_POINT_GROUP, on_load_failure_callback=_reraise)
+    frameworks = [ext.plugin for ext in manager.extensions]
+    order = {"opal": 0, "orte": 1, "ompi": 2}
+    return sorted(frameworks, key=lambda fw: (order.get(fw.layer, 9), fw.name))
+
+
+def _reraise(_manager, _entry_point, error: BaseException) -> None:
+    # A layer's own framework description failing to import is a broken installation.
+    raise error

@@ -1,0 +1,74 @@
+"""Frameworks: one functional domain, one interface, any number of installed components.
+
+A :class:`Framework` is a small static description that each layer publishes in the entry-point
+group ``ompy.frameworks``, so tools such as ``ompy info`` find every framework of whatever layers
+are installed.  Opening it (:func:`open_framework`) discovers its components, loads only the ones
+the selection parameter admits, and gives back an :class:`OpenFramework` that selects modules.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+import attrs
+
+from .params import ParamType, Registry
+
+
+class Cardinality(enum.Enum):
+    """How many components a framework keeps running at once."""
+
+    #: Exactly one: the highest priority offer (ties broken by name), e.g. pml, plm, shmem.
+    ONE = "one-of-many"
+    #: Every component that offers, ordered by priority, e.g. btl, coll.
+    MANY = "many-of-many"
+
+
+@attrs.frozen
+class Framework:
+    """The description of one framework.
+
+    ``interface_version`` is the version of the component interface that this release of the
+    owning layer provides; components declare the version they implement and a different major
+    version is refused at load time.
+    """
+
+    name: str
+    layer: str
+    description: str
+    interface_version: tuple[int, int]
+    cardinality: Cardinality
+
+    ENTRY_POINT_GROUP: ClassVar[str] = "ompy.frameworks"
+
+    @property
+    def group(self) -> str:
+        """Entry-point group in which this framework's components are registered."""
+        return f"ompy.mca.{self.name}"
+
+    @property
+    def verbose_param(self) -> str:
+        return f"{self.name}_base_verbose"
+
+    def register_params(self, registry: Registry) -> None:
+        """Register the framework-wide parameters: its selection list and its verbosity."""
+        registry.register(
+            self.name,
+            ParamType.LIST,
+            (),
+            f"Components of the {self.name} framework to use: an include list ('a,b') or an "
+            f"exclude list ('^a,b'); empty means every installed component may run",
+            level=2,
+            scope=(self.name, ""),
+        )
+        registry.register(
+            self.verbose_param,
+            ParamType.INT,
+            0,
+            f"Verbosity of the {self.name} framework (0 silent, 100 everything)",
+            level=8,
+            minimum=0,
+            maximum=100,
+            scope=(self.name, "base"),
+        )

@@ -1,0 +1,1 @@
+"""The ``ompy`` command: a click group whose subcommands are plug-ins (``ompy.cli``)."""

@@ -1,0 +1,64 @@
+"""The ``ompy`` command group.
+
+Subcommands are entry points in the group ``ompy.cli`` (orte registers ``run``, ompi registers
+``info``), loaded only when invoked, so ``ompy run`` never pays for importing ``ompy info``'s
+code and a layer that is not installed simply has no subcommand.
+"""
+
+from __future__ import annotations
+
+import click
+from stevedore import NamedExtensionManager
+
+from ompy.opal.layer import installed_layers
+
+COMMAND_GROUP = "ompy.cli"
+
+
+class PluginGroup(click.Group):
+    """A click group that lists and loads its commands from entry points."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        listing = NamedExtensionManager(
+            COMMAND_GROUP, names=[], on_missing_entrypoints_callback=None
+        )
+        return sorted({ep.name for ep in listing.list_entry_points()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.list_commands(ctx):
+            return None
+        manager = NamedExtensionManager(
+            COMMAND_GROUP, names=[cmd_name], on_load_failure_callback=_raise_load_error
+        )
+        return manager[cmd_name].plugin
+
+
+def _raise_load_error(_manager, entry_point, error: BaseException) -> None:
+    raise click.ClickException(
+        f"the '{entry_point.name}' subcommand ({entry_point.value}) failed to load: {error}"
+    )
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    for layer in installed_layers():
+        click.echo(f"{layer.distribution} {layer.version}")
+    ctx.exit()
+
+
+@click.group(cls=PluginGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the versions of the installed ompy layers and exit.",
+)
+def main() -> None:
+    """ompy: MPI for Python, following Open MPI's architecture.
+
+    Run a parallel job with 'ompy run -n 4 python app.py'; see what is installed and how it is
+    configured with 'ompy info'.
+    """
