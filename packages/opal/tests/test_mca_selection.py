@@ -146,8 +146,13 @@ def test_nobody_offering_is_a_clear_error(distributions):
 
 
 def test_closing_closes_every_component(distributions):
-    extra = "\n    def close(self):\n        import builtins\n        builtins.closed_widgets.append(self.name)\n"
     import builtins
+
+    extra = """
+    def close(self):
+        import builtins
+        builtins.closed_widgets.append(self.name)
+"""
 
     builtins.closed_widgets = []
     install(distributions, ONE, "alpha", component(ONE, "alpha", 1, extra=extra))
@@ -195,7 +200,7 @@ def test_a_component_for_another_interface_major_version_is_refused(three):
     assert "implements interface version 2.0" in failure.reason
     assert "provides version 1.x" in failure.reason
     assert opened.select()[0].name == "beta"
-    with pytest.raises(ComponentLoadError, match="interface version 2.0"):
+    with pytest.raises(ComponentLoadError, match=r"interface version 2\.0"):
         open_framework(ONE, registry(widget="future"))
 
 
