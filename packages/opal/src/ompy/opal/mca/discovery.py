@@ -6,6 +6,7 @@ excluded component is never imported: a broken or slow plug-in costs nothing unl
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 
 import attrs
@@ -105,14 +106,38 @@ def check_component_class(framework: Framework, name: str, plugin: object) -> No
         )
 
 
-def installed_frameworks() -> list[Framework]:
-    """Every framework that the installed layers publish, sorted by layer order then name."""
-    manager = ExtensionManager(Framework.ENTRY_POINT_GROUP, on_load_failure_callback=_reraise)
-    frameworks = [ext.plugin for ext in manager.extensions]
+def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Framework]:
+    """Every framework that the installed layers publish, sorted by layer order then name.
+
+    A framework whose description cannot be loaded (a half-installed layer, an entry point naming
+    a module that does not exist, or an object that is not a :class:`Framework`) is left out and
+    appended to ``failures``, so that ``ompy info`` can show it in place; without a ``failures``
+    list it is reported as a :class:`RuntimeWarning`.  Either way one broken framework never
+    takes every other framework, or the tool listing them, down with it.
+    """
+    found: list[LoadFailure] = []
+
+    def on_failure(_manager, entry_point, error: BaseException) -> None:
+        reason = f"{type(error).__name__}: {error}"
+        found.append(LoadFailure(entry_point.name, entry_point.value, reason))
+
+    manager = ExtensionManager(Framework.ENTRY_POINT_GROUP, on_load_failure_callback=on_failure)
+    frameworks = []
+    for extension in manager.extensions:
+        if isinstance(extension.plugin, Framework):
+            frameworks.append(extension.plugin)
+        else:
+            reason = f"names {extension.plugin!r}, which is not an ompy Framework description"
+            found.append(LoadFailure(extension.name, extension.entry_point.value, reason))
+    if failures is not None:
+        failures.extend(found)
+    else:
+        for failure in found:
+            warnings.warn(
+                f"the framework '{failure.name}' ({failure.target}) cannot be loaded: "
+                f"{failure.reason}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     order = {"opal": 0, "orte": 1, "ompi": 2}
     return sorted(frameworks, key=lambda fw: (order.get(fw.layer, 9), fw.name))
-
-
-def _reraise(_manager, _entry_point, error: BaseException) -> None:
-    # A layer's own framework description failing to import is a broken installation.
-    raise error
