@@ -1,0 +1,73 @@
+"""POSIX shared memory as a shmem component.
+
+On Linux, ``shm_open`` is a file in the tmpfs mounted at /dev/shm, so the framework's file-backed
+module does the work here with that directory.  The component volunteers only where that
+directory is usable and has room: containers often mount a small /dev/shm (64 MiB by default in
+Docker), and running out there kills a process at its first touch of the memory, so with less
+than ``shmem_posix_min_free`` bytes free we leave the work to a component that maps a file
+elsewhere (``mmap``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ompy.opal.mca import Offer
+from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.shmem import ShmemComponent, ShmemModule
+from ompy.opal.mca.shmem.base import FileSegmentModule, free_bytes, usable_directory
+
+from . import __version__
+
+DEFAULT_MIN_FREE = 32 * 1024 * 1024
+
+
+class PosixComponent(ShmemComponent):
+    """Segments are files in /dev/shm; preferred wherever /dev/shm works and has room."""
+
+    name = "posix"
+    version = __version__
+    description = "POSIX shared memory: segments are files in /dev/shm"
+    default_priority = 50
+    #: Where POSIX shared memory lives on Linux.
+    directory: ClassVar[Path] = Path("/dev/shm")
+
+    def __init__(self, registry: Any) -> None:
+        super().__init__(registry)
+        #: Why the last query declined, for diagnostics; None when it offered.
+        self.decline_reason: str | None = None
+
+    def register_params(self) -> None:
+        super().register_params()
+        self.register_param(
+            "min_free",
+            ParamType.INT,
+            DEFAULT_MIN_FREE,
+            f"Bytes that must be free in {self.directory} for the posix component to run "
+            f"(0 disables the check); with less, another shmem component is used",
+            level=5,
+            minimum=0,
+        )
+
+    def query(self, context: Any) -> Offer[ShmemModule] | None:
+        self.decline_reason = self._problem()
+        if self.decline_reason is not None:
+            return None
+        return Offer(self.priority, self.attach_module())
+
+    def attach_module(self) -> ShmemModule:
+        return FileSegmentModule(self.name, self.directory)
+
+    def _problem(self) -> str | None:
+        problem = usable_directory(self.directory)
+        if problem is not None:
+            return problem
+        wanted = self.param("min_free")
+        free = free_bytes(self.directory)
+        if wanted and free is not None and free < wanted:
+            return (
+                f"{self.directory} has {free} bytes free, less than "
+                f"{self.param_name('min_free')} = {wanted}"
+            )
+        return None
