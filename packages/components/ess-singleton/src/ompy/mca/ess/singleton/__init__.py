@@ -1,0 +1,7 @@
+"""The ``singleton`` ess component: a program started on its own is a job of size 1."""
+
+__version__ = "0.1.0"
+
+from .component import SingletonComponent  # after __version__: component.py imports it
+
+__all__ = ["SingletonComponent", "__version__"]

@@ -1,0 +1,37 @@
+"""Errors of the control plane, each saying what happened and, where it helps, what to do."""
+
+from __future__ import annotations
+
+
+class ControlError(Exception):
+    """Base class: something went wrong talking to the launcher's control server."""
+
+
+class AuthenticationError(ControlError):
+    """The server refused this client (wrong secret, bad claim) or the handshake failed."""
+
+
+class ConnectionLostError(ControlError):
+    """The control connection closed: the launcher is gone or dropped this rank."""
+
+
+class RequestError(ControlError):
+    """The server refused a request (a protocol mistake by the caller)."""
+
+
+class FenceError(ControlError):
+    """A fence cannot complete, e.g. because a rank finalized or died without entering it."""
+
+
+class ModexKeyError(ControlError, KeyError):
+    """``get(rank, key)`` asked for a key that ``rank`` has not committed."""
+
+    def __init__(self, rank: int, key: str) -> None:
+        self.rank, self.key = rank, key
+        super().__init__(rank, key)
+
+    def __str__(self) -> str:
+        return (
+            f"rank {self.rank} has not committed the modex key {self.key!r} (committed data is "
+            f"guaranteed visible to every rank only after a fence that follows the commit)"
+        )

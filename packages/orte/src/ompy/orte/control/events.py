@@ -1,0 +1,61 @@
+"""What the control server tells the launcher about the job's ranks.
+
+The server calls the launcher's ``on_event`` callback with one of these, from the server's own
+thread: the callback must be quick and thread-safe (typically it puts the event on a queue).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class RankConnected:
+    """A rank proved it knows the job secret and said hello."""
+
+    rank: int
+    pid: int | None = None
+    host: str | None = None
+
+
+@attrs.frozen
+class RankFinalized:
+    """A rank announced that it finished cleanly."""
+
+    rank: int
+
+
+@attrs.frozen
+class RankAborted:
+    """A rank called abort: the launcher should end the job with ``code``."""
+
+    rank: int
+    code: int
+    message: str
+
+
+@attrs.frozen
+class RankException:
+    """A rank reported an uncaught Python exception (the traceback as text)."""
+
+    rank: int
+    traceback: str
+
+
+@attrs.frozen
+class RankLost:
+    """A rank's control connection closed before it finalized."""
+
+    rank: int
+    reason: str = ""
+
+
+@attrs.frozen
+class BadClient:
+    """A connection was refused: wrong secret, silence, bad frames, or an impossible claim."""
+
+    peer: str
+    reason: str
+
+
+Event = RankConnected | RankFinalized | RankAborted | RankException | RankLost | BadClient

@@ -1,0 +1,95 @@
+"""The control protocol's messages: names, fields and their checks, shared by both ends.
+
+Every message is a msgpack map with an ``op``.  After the handshake (``challenge`` ->
+``auth`` -> ``welcome`` or ``denied``) the client sends requests carrying an ``id``; the server
+answers each with ``reply`` (``ok`` plus ``value``, or ``error``) and may push ``stacks``
+(answered with ``stacks_reply``) or ``terminate`` at any time.
+
+=============  ============================  =============================================
+request        fields                        reply value
+=============  ============================  =============================================
+hello          rank, pid, host               None (the rank is now connected)
+commit         data (map of str -> value)    None
+fence          generation                    the generation that completed
+get            rank, key                     the value, or error ModexKeyError
+abort          code, message                 None (the launcher will end the job)
+finalize       -                             None (the rank finished cleanly)
+exception      traceback                     None
+=============  ============================  =============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ControlError, FenceError, ModexKeyError, RequestError
+
+# handshake
+CHALLENGE, AUTH, WELCOME, DENIED = "challenge", "auth", "welcome", "denied"
+# requests
+HELLO, COMMIT, FENCE, GET = "hello", "commit", "fence", "get"
+ABORT, FINALIZE, EXCEPTION = "abort", "finalize", "exception"
+# server -> client
+REPLY, STACKS, TERMINATE = "reply", "stacks", "terminate"
+# client -> server, answering a push
+STACKS_REPLY = "stacks_reply"
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is(kind: type) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, kind)
+
+
+_CHECKS: dict[str, dict[str, Callable[[Any], bool]]] = {
+    AUTH: {"role": _is(str), "rank": _int, "jobid": _is(str), "proof": _is(bytes)},
+    HELLO: {"id": _int, "rank": _int, "pid": _int, "host": _is(str)},
+    COMMIT: {"id": _int, "data": _is(dict)},
+    FENCE: {"id": _int, "generation": _int},
+    GET: {"id": _int, "rank": _int, "key": _is(str)},
+    ABORT: {"id": _int, "code": _int, "message": _is(str)},
+    FINALIZE: {"id": _int},
+    EXCEPTION: {"id": _int, "traceback": _is(str)},
+    STACKS_REPLY: {"ref": _int, "text": _is(str)},
+}
+
+REQUESTS = frozenset({HELLO, COMMIT, FENCE, GET, ABORT, FINALIZE, EXCEPTION})
+
+
+def check_client_message(message: dict[str, Any]) -> str:
+    """The op of a message from a client, after checking its fields; ``RequestError`` if bad."""
+    op = message.get("op")
+    checks = _CHECKS.get(op) if isinstance(op, str) else None
+    if checks is None:
+        raise RequestError(f"unknown control request {op!r}")
+    for field, check in checks.items():
+        if field not in message:
+            raise RequestError(f"control request '{op}' lacks the field '{field}'")
+        value = message[field]
+        if not check(value):
+            raise RequestError(f"control request '{op}' has a bad '{field}': {value!r}")
+    return op
+
+
+def error_payload(error: ControlError) -> dict[str, Any]:
+    """How a refused request travels back to the client."""
+    payload: dict[str, Any] = {"kind": type(error).__name__, "message": str(error)}
+    if isinstance(error, ModexKeyError):
+        payload.update(rank=error.rank, key=error.key)
+    return payload
+
+
+def error_from_payload(payload: Any) -> ControlError:
+    """The exception a client raises for a refused request."""
+    if not isinstance(payload, dict):
+        return RequestError(f"the control server refused the request: {payload!r}")
+    kind, message = payload.get("kind"), str(payload.get("message", "no reason given"))
+    rank, key = payload.get("rank"), payload.get("key")
+    if kind == "ModexKeyError" and _int(rank) and isinstance(key, str):
+        return ModexKeyError(rank, key)
+    if kind == "FenceError":
+        return FenceError(message)
+    return RequestError(message)

@@ -1,0 +1,495 @@
+"""The launcher's control server: authentication, modex, fences and rank life-cycle events.
+
+One background thread serves every rank with a selector over non-blocking sockets, so a job of
+hundreds of ranks costs one thread, not hundreds.  All job state lives in that thread; other
+threads talk to it by posting a task and waking the selector through a socket pair.
+
+A connection must prove it knows the job secret (see :mod:`.auth`) within ``auth_timeout``
+seconds; until then it can send only one small frame, and a connection that fails or stays
+silent is closed and reported as :class:`BadClient` without ever touching job state.
+
+Events are delivered by calling ``on_event`` **from the server thread**: keep the callback short
+and thread-safe (put the event on a :class:`queue.Queue`, for instance).  An exception raised by
+the callback is printed to stderr and otherwise ignored, so it cannot stop the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import selectors
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from . import auth, protocol, wire
+from .errors import ControlError, FenceError, RequestError
+from .events import (
+    BadClient,
+    Event,
+    RankAborted,
+    RankConnected,
+    RankException,
+    RankFinalized,
+    RankLost,
+)
+from .store import ModexStore
+
+DEFAULT_AUTH_TIMEOUT = 10.0
+_RECV_SIZE = 65536
+
+
+@attrs.define(eq=False)
+class _Connection:
+    sock: socket.socket
+    peer: str
+    nonce: bytes
+    deadline: float
+    decoder: wire.FrameDecoder
+    outbox: bytearray = attrs.field(factory=bytearray)
+    rank: int | None = None  # set once authenticated
+    hello: bool = False
+    finished: str | None = None  # "finalized" or "aborted": an EOF afterwards is expected
+    closed: bool = False
+
+
+@attrs.define(eq=False)
+class _StacksRequest:
+    waiting: set[int]
+    done: threading.Event = attrs.field(factory=threading.Event)
+    stacks: dict[int, str] = attrs.field(factory=dict)
+
+    def answer(self, rank: int, text: str) -> None:
+        if rank in self.waiting:
+            self.waiting.discard(rank)
+            self.stacks[rank] = text
+        self._check()
+
+    def forget(self, rank: int) -> None:
+        self.waiting.discard(rank)
+        self._check()
+
+    def _check(self) -> None:
+        if not self.waiting:
+            self.done.set()
+
+
+class ControlServer:
+    """Serves one job's ranks on a loopback TCP port.
+
+    The port is bound when the server is created, so :attr:`address` can go into the ranks'
+    environment (:func:`ompy.orte.control.environment_for_rank`) before :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        jobid: str,
+        size: int,
+        secret: bytes,
+        on_event: Callable[[Event], None],
+        *,
+        host: str = "127.0.0.1",
+        auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"a job has at least one rank, got size {size}")
+        if len(secret) < 16:
+            raise ValueError("the job secret must be at least 16 random bytes")
+        self.jobid, self.size, self._secret = jobid, size, secret
+        self._on_event = on_event
+        self._auth_timeout = auth_timeout
+        self._store = ModexStore(size)
+        self._listener = socket.create_server((host, 0), backlog=max(128, size))
+        self._listener.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._tasks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._connections: set[_Connection] = set()
+        self._by_rank: dict[int, _Connection] = {}
+        self._connected: set[int] = set()  # read by other threads under _lock
+        self._finalized: set[int] = set()
+        self._gone: dict[int, str] = {}  # rank -> why it can no longer take part in a fence
+        self._fence_waiters: dict[int, tuple[_Connection, int]] = {}
+        self._stacks_requests: dict[int, _StacksRequest] = {}
+        self._stacks_ids = itertools.count(1)
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._closed = False
+
+    # -- public API (any thread) -------------------------------------------------------------
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """``(host, port)`` to give the ranks."""
+        host, port = self._listener.getsockname()[:2]
+        return host, port
+
+    def start(self) -> None:
+        """Serve from a daemon thread named ``ompy-control-server``."""
+        if self._thread is not None:
+            raise RuntimeError("the control server is already started")
+        if self._closed:
+            raise RuntimeError("the control server is closed")
+        self._selector.register(self._listener, selectors.EVENT_READ, "listen")
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._thread = threading.Thread(target=self._serve, name="ompy-control-server", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving and close every connection (ranks see their connection drop)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._thread is not None:
+            self._post(self._stop)
+            self._thread.join()
+        for conn in list(self._connections):
+            with contextlib.suppress(OSError):
+                conn.sock.close()
+        self._selector.close()
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+
+    def connected_ranks(self) -> frozenset[int]:
+        """Ranks that said hello and whose connection is still open (finalized ones included
+        until they disconnect)."""
+        with self._lock:
+            return frozenset(self._connected)
+
+    def finalized_ranks(self) -> frozenset[int]:
+        """Ranks that announced a clean finish."""
+        with self._lock:
+            return frozenset(self._finalized)
+
+    def request_stacks(self, timeout: float) -> dict[int, str]:
+        """Ask every connected rank for the Python stacks of all its threads.
+
+        Waits up to ``timeout`` seconds; ranks that do not answer in time are missing from the
+        result.  Useful when a job hangs: the launcher prints where each rank is stuck.
+        """
+        if self._thread is None or self._closed:
+            return {}
+        request = _StacksRequest(waiting=set())
+        ref = next(self._stacks_ids)
+        self._post(lambda: self._send_stacks_request(ref, request))
+        request.done.wait(timeout)
+        self._post(lambda: self._stacks_requests.pop(ref, None))
+        with self._lock:
+            return dict(request.stacks)
+
+    def terminate(self, reason: str, ranks: frozenset[int] | None = None) -> None:
+        """Tell connected ranks (all, or ``ranks``) to terminate; each sends itself SIGTERM."""
+        if self._thread is None or self._closed:
+            return
+        self._post(lambda: self._send_terminate(reason, ranks))
+
+    # -- cross-thread plumbing ---------------------------------------------------------------
+
+    def _post(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            self._tasks.append(task)
+        with contextlib.suppress(BlockingIOError, OSError):
+            self._wake_w.send(b"\0")
+
+    def _run_tasks(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._wake_r.recv(4096):
+                pass
+        with self._lock:
+            tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task()
+
+    def _stop(self) -> None:
+        self._stopping = True
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self._on_event(event)
+        except Exception:
+            print("ompy: the control server's event callback failed:", file=sys.stderr)
+            traceback.print_exc()
+
+    # -- the server thread -------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while not self._stopping:
+            pending = [c.deadline for c in self._connections if c.rank is None]
+            timeout = max(0.0, min(pending) - time.monotonic()) if pending else None
+            for key, mask in self._selector.select(timeout):
+                if key.data == "listen":
+                    self._accept()
+                elif key.data == "wake":
+                    self._run_tasks()
+                else:
+                    conn = key.data
+                    if mask & selectors.EVENT_WRITE and not conn.closed:
+                        self._flush(conn)
+                    if mask & selectors.EVENT_READ and not conn.closed:
+                        self._read(conn)
+            self._expire_handshakes()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, addr = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:  # e.g. out of file descriptors: keep serving the others
+                print(f"ompy: control server cannot accept: {error}", file=sys.stderr)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Connection(
+                sock,
+                f"{addr[0]}:{addr[1]}",
+                auth.new_nonce(),
+                time.monotonic() + self._auth_timeout,
+                wire.FrameDecoder(wire.MAX_UNAUTHENTICATED_FRAME),
+            )
+            self._connections.add(conn)
+            self._selector.register(sock, selectors.EVENT_READ, conn)
+            self._send(conn, {"op": protocol.CHALLENGE, "nonce": conn.nonce, "jobid": self.jobid})
+
+    def _expire_handshakes(self) -> None:
+        now = time.monotonic()
+        for conn in [c for c in self._connections if c.rank is None and c.deadline <= now]:
+            self._refuse(
+                conn, f"did not authenticate within {self._auth_timeout:g} s", tell_peer=False
+            )
+
+    def _read(self, conn: _Connection) -> None:
+        try:
+            data = conn.sock.recv(_RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._drop(conn, f"connection error: {error}")
+            return
+        if not data:
+            self._drop(conn, "the connection closed")
+            return
+        try:
+            messages = conn.decoder.feed(data)
+        except wire.ProtocolError as error:
+            self._refuse(conn, f"sent a bad frame: {error}", tell_peer=False)
+            return
+        for message in messages:
+            if conn.closed:
+                return
+            if conn.rank is None:
+                self._authenticate(conn, message)
+            else:
+                self._handle(conn, message)
+
+    # -- handshake ---------------------------------------------------------------------------
+
+    def _authenticate(self, conn: _Connection, message: dict[str, Any]) -> None:
+        try:
+            op = protocol.check_client_message(message)
+        except RequestError as error:
+            self._refuse(conn, f"bad handshake: {error}")
+            return
+        if op != protocol.AUTH:
+            self._refuse(conn, f"sent '{op}' before authenticating")
+            return
+        role, rank = message["role"], message["rank"]
+        if not auth.verify(self._secret, conn.nonce, role, rank, message["proof"]):
+            self._refuse(conn, f"wrong job secret (claimed {role} {rank})")
+            return
+        if message["jobid"] != self.jobid:
+            self._refuse(conn, f"belongs to job {message['jobid']!r}, not {self.jobid!r}")
+            return
+        if role != auth.ROLE_RANK:
+            self._refuse(conn, f"unknown role {role!r}")
+            return
+        if not 0 <= rank < self.size:
+            self._refuse(conn, f"claimed rank {rank}, outside this job of size {self.size}")
+            return
+        if rank in self._by_rank or rank in self._gone or rank in self._finalized:
+            self._refuse(conn, f"claimed rank {rank}, which already connected")
+            return
+        conn.rank = rank
+        conn.decoder.limit = wire.MAX_FRAME
+        self._by_rank[rank] = conn
+        self._send(conn, {"op": protocol.WELCOME})
+
+    def _refuse(self, conn: _Connection, reason: str, *, tell_peer: bool = True) -> None:
+        """Close a connection that never authenticated (or broke the framing) as a BadClient."""
+        if tell_peer:
+            self._send(conn, {"op": protocol.DENIED, "reason": reason})
+        self._emit(BadClient(conn.peer, reason))
+        self._close(conn, flush=tell_peer)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _handle(self, conn: _Connection, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        try:
+            op = protocol.check_client_message(message)
+            if op == protocol.AUTH:
+                raise RequestError("this connection is already authenticated")
+            if op == protocol.STACKS_REPLY:
+                request = self._stacks_requests.get(message["ref"])
+                if request is not None:
+                    with self._lock:
+                        request.answer(conn.rank, message["text"])
+                return
+            if not conn.hello and op != protocol.HELLO:
+                raise RequestError(f"'{op}' before 'hello'")
+            if conn.finished:
+                raise RequestError(f"'{op}' after this rank {conn.finished}")
+            getattr(self, f"_on_{op}")(conn, message)
+        except ControlError as error:
+            self._reply_error(conn, request_id, error)
+        except (ValueError, TypeError) as error:
+            self._reply_error(conn, request_id, RequestError(str(error)))
+
+    def _reply(self, conn: _Connection, request_id: int, value: Any = None) -> None:
+        self._send(conn, {"op": protocol.REPLY, "id": request_id, "ok": True, "value": value})
+
+    def _reply_error(self, conn: _Connection, request_id: Any, error: ControlError) -> None:
+        payload = protocol.error_payload(error)
+        self._send(conn, {"op": protocol.REPLY, "id": request_id, "ok": False, "error": payload})
+
+    def _on_hello(self, conn: _Connection, message: dict[str, Any]) -> None:
+        if conn.hello:
+            raise RequestError("'hello' sent twice")
+        if message["rank"] != conn.rank:
+            raise RequestError(f"hello names rank {message['rank']}, authenticated as {conn.rank}")
+        conn.hello = True
+        with self._lock:
+            self._connected.add(conn.rank)
+        self._reply(conn, message["id"])
+        self._emit(RankConnected(conn.rank, message["pid"], message["host"]))
+
+    def _on_commit(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self._store.commit(conn.rank, message["data"])
+        self._reply(conn, message["id"])
+
+    def _on_get(self, conn: _Connection, message: dict[str, Any]) -> None:
+        value = self._store.lookup(message["rank"], message["key"])
+        self._reply(conn, message["id"], value)
+
+    def _on_fence(self, conn: _Connection, message: dict[str, Any]) -> None:
+        generation = message["generation"]
+        if self._gone:
+            raise FenceError(self._fence_impossible(generation))
+        completed = self._store.enter_fence(conn.rank, generation)
+        self._fence_waiters[conn.rank] = (conn, message["id"])
+        if completed:
+            waiters, self._fence_waiters = self._fence_waiters, {}
+            for waiter, request_id in waiters.values():
+                self._reply(waiter, request_id, generation)
+
+    def _fence_impossible(self, generation: int) -> str:
+        who = ", ".join(f"rank {rank} {why}" for rank, why in sorted(self._gone.items()))
+        return f"fence {generation} can never complete: {who} without entering it"
+
+    def _on_abort(self, conn: _Connection, message: dict[str, Any]) -> None:
+        conn.finished = "aborted"
+        self._mark_gone(conn.rank, "aborted")
+        self._reply(conn, message["id"])
+        self._emit(RankAborted(conn.rank, message["code"], message["message"]))
+
+    def _on_finalize(self, conn: _Connection, message: dict[str, Any]) -> None:
+        conn.finished = "finalized"
+        with self._lock:
+            self._finalized.add(conn.rank)
+        self._mark_gone(conn.rank, "finalized")
+        self._reply(conn, message["id"])
+        self._emit(RankFinalized(conn.rank))
+
+    def _on_exception(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self._reply(conn, message["id"])
+        self._emit(RankException(conn.rank, message["traceback"]))
+
+    def _mark_gone(self, rank: int, why: str) -> None:
+        """``rank`` will never enter another fence: fail the ranks waiting in one."""
+        self._gone[rank] = why
+        if self._fence_waiters:
+            reason = self._fence_impossible(self._store.generation)
+            waiters, self._fence_waiters = self._fence_waiters, {}
+            for waiter, request_id in waiters.values():
+                if not waiter.closed:
+                    self._reply_error(waiter, request_id, FenceError(reason))
+
+    # -- pushes ------------------------------------------------------------------------------
+
+    def _send_stacks_request(self, ref: int, request: _StacksRequest) -> None:
+        ready = [c for c in self._connections if c.hello and not c.closed]
+        with self._lock:
+            request.waiting.update(c.rank for c in ready)
+            request._check()
+        self._stacks_requests[ref] = request
+        for conn in ready:
+            self._send(conn, {"op": protocol.STACKS, "ref": ref})
+
+    def _send_terminate(self, reason: str, ranks: frozenset[int] | None) -> None:
+        for conn in [c for c in self._connections if c.hello and not c.closed]:
+            if ranks is None or conn.rank in ranks:
+                self._send(conn, {"op": protocol.TERMINATE, "reason": reason})
+
+    # -- sending and closing -----------------------------------------------------------------
+
+    def _send(self, conn: _Connection, message: dict[str, Any]) -> None:
+        if conn.closed:
+            return
+        conn.outbox += wire.encode(message)
+        self._flush(conn)
+
+    def _flush(self, conn: _Connection) -> None:
+        try:
+            while conn.outbox:
+                sent = conn.sock.send(conn.outbox)
+                del conn.outbox[:sent]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as error:
+            self._drop(conn, f"connection error: {error}")
+            return
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbox else 0)
+        self._selector.modify(conn.sock, events, conn)
+
+    def _drop(self, conn: _Connection, reason: str) -> None:
+        """The peer went away (or broke the connection)."""
+        if conn.closed:
+            return
+        if conn.rank is None:
+            self._emit(BadClient(conn.peer, f"{reason} before authenticating"))
+        self._close(conn, flush=False)
+        rank = conn.rank
+        if rank is None or conn.finished == "aborted":
+            return
+        if conn.finished != "finalized":
+            self._mark_gone(rank, "was lost")
+            self._emit(RankLost(rank, reason))
+
+    def _close(self, conn: _Connection, *, flush: bool) -> None:
+        if conn.closed:
+            return
+        if flush and conn.outbox:  # a last word (``denied``): best effort, never block
+            with contextlib.suppress(OSError):
+                conn.sock.send(conn.outbox)
+        conn.closed = True
+        self._connections.discard(conn)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(conn.sock)
+        with contextlib.suppress(OSError):
+            conn.sock.close()
+        if conn.rank is not None and self._by_rank.get(conn.rank) is conn:
+            del self._by_rank[conn.rank]
+            with self._lock:
+                self._connected.discard(conn.rank)
+                for request in self._stacks_requests.values():
+                    request.forget(conn.rank)
+            self._fence_waiters.pop(conn.rank, None)

@@ -1,0 +1,1 @@
+"""Frameworks of the run-time layer."""

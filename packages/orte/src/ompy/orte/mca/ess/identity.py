@@ -1,0 +1,93 @@
+"""Who this process is within its job: the answer every ess module gives.
+
+An :class:`Identity` is checked when it is built, so a launcher that hands out an impossible
+identity (rank 4 of a job of size 4) is caught where the mistake is made, not later when a
+transport indexes an array with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+#: Length of a job secret in bytes (the launcher draws it with :func:`secrets.token_bytes`).
+SECRET_SIZE = 32
+
+
+def _non_negative(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if value < 0:
+        raise ValueError(f"identity field '{attribute.name}' must be >= 0, got {value}")
+
+
+def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"identity field '{attribute.name}' must be >= 1, got {value}")
+
+
+def _not_empty(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+    if not value:
+        raise ValueError(f"identity field '{attribute.name}' must not be empty")
+
+
+def _server(instance: Any, attribute: attrs.Attribute, value: tuple[str, int] | None) -> None:
+    if value is None:
+        return
+    host, port = value
+    if not host or not (0 < port < 65536):
+        raise ValueError(f"identity field 'server' must be (host, port 1..65535), got {value!r}")
+
+
+def _strict_int(name: str):
+    def check(instance: Any, attribute: attrs.Attribute, value: object) -> None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"identity field '{name}' must be an int, got {value!r}")
+
+    return check
+
+
+_INT = {name: _strict_int(name) for name in ("rank", "size", "local_rank", "local_size", "node_id")}
+
+
+@attrs.frozen
+class Identity:
+    """This process's place in its job.
+
+    ``server`` and ``secret`` are ``None`` for a singleton (a program started without a
+    launcher), which has nobody to talk to.  The secret is left out of ``repr`` so that an
+    identity can be logged without leaking it.
+    """
+
+    jobid: str = attrs.field(validator=_not_empty)
+    rank: int = attrs.field(validator=[_INT["rank"], _non_negative])
+    size: int = attrs.field(validator=[_INT["size"], _positive])
+    local_rank: int = attrs.field(validator=[_INT["local_rank"], _non_negative])
+    local_size: int = attrs.field(validator=[_INT["local_size"], _positive])
+    node_id: int = attrs.field(validator=[_INT["node_id"], _non_negative])
+    node_name: str = attrs.field(validator=_not_empty)
+    oversubscribed: bool
+    session_dir: str = attrs.field(validator=_not_empty)
+    server: tuple[str, int] | None = attrs.field(default=None, validator=_server)
+    secret: bytes | None = attrs.field(default=None, repr=False)
+    singleton: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.rank >= self.size:
+            raise ValueError(f"rank {self.rank} is outside a job of size {self.size}")
+        if self.local_rank >= self.local_size:
+            raise ValueError(
+                f"local rank {self.local_rank} is outside a node with {self.local_size} ranks"
+            )
+        if self.local_size > self.size:
+            raise ValueError(
+                f"local size {self.local_size} is larger than the job's size {self.size}"
+            )
+        if self.singleton and (self.size != 1 or self.server or self.secret is not None):
+            raise ValueError("a singleton is a job of size 1 without server and secret")
+        if self.secret is not None and len(self.secret) != SECRET_SIZE:
+            raise ValueError(f"the job secret must be {SECRET_SIZE} bytes, got {len(self.secret)}")
+        if not self.singleton and (self.server is None or self.secret is None):
+            raise ValueError(
+                "a launched rank needs the address of the launcher's control server and the "
+                "job secret"
+            )

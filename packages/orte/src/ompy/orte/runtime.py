@@ -1,0 +1,281 @@
+"""The rank's run-time: who am I, how do I publish and find contact data, how do I end.
+
+:func:`init` (idempotent per process) selects the ess component to learn the identity.  A
+launched rank then connects to the launcher's control server and
+
+* installs a ``sys.excepthook`` wrapper that reports an uncaught exception's traceback to the
+  launcher before the usual hook prints it;
+* keeps a watcher thread on the connection: if the launcher goes away, even killed by
+  SIGKILL, the rank prints one line and exits with :data:`LOST_EXIT_CODE`, so no rank outlives
+  its job; the same thread answers the launcher's ``stacks`` request and obeys ``terminate``
+  by sending itself SIGTERM (the same signal a local launcher would send);
+* registers :meth:`Runtime.finalize` with :mod:`atexit`.  After an uncaught exception the
+  rank does *not* finalize at exit (it did not finish cleanly): the launcher sees the
+  exception, then the connection close.
+
+A singleton (started without ``ompy run``) gets the same API backed by an in-process modex.
+
+Modex rules (the same in both modes): ``put`` stages a value locally (checked to be
+msgpack-able at once; it comes back as msgpack returns it, so tuples become lists), ``commit``
+publishes everything staged, ``fence`` waits for every rank, and ``get(rank, key)`` returns
+what ``rank`` committed or raises :class:`~ompy.orte.control.ModexKeyError` naming both; it
+never waits, and data is guaranteed visible after a fence that follows the commit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import traceback
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import msgpack
+
+from ompy.orte.control import ControlClient, ControlError, ModexStore, protocol
+from ompy.orte.mca.ess import Identity
+from ompy.orte.mca.ess.base import select_module
+
+#: Exit status of a rank whose launcher went away (sysexits' EX_UNAVAILABLE).
+LOST_EXIT_CODE = 69
+#: How long life-cycle messages (abort, finalize, exception) may wait for the launcher.
+LIFECYCLE_TIMEOUT = 10.0
+
+
+class Modex:
+    """This process's view of the job's key-value store; see the module docs for the rules."""
+
+    def __init__(self, rank: int, backend: _Backend) -> None:
+        self._rank = rank
+        self._backend = backend
+        self._staged: dict[str, Any] = {}
+        self._generation = 0
+        self._lock = threading.Lock()
+
+    def put(self, key: str, value: Any) -> None:
+        """Stage ``value`` under ``key`` until the next :meth:`commit`."""
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"modex keys are non-empty strings, got {key!r}")
+        try:
+            packed = msgpack.packb(value, use_bin_type=True)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise TypeError(
+                f"the modex value for {key!r} cannot be published: {error} (use bytes, str, "
+                f"int, float, bool, None, and lists or dicts of those)"
+            ) from None
+        with self._lock:
+            self._staged[key] = msgpack.unpackb(packed, raw=False)
+
+    def commit(self) -> None:
+        """Publish every staged value to the other ranks."""
+        with self._lock:
+            staged, self._staged = self._staged, {}
+        self._backend.commit(staged)
+
+    def fence(self) -> None:
+        """Wait until every rank of the job has entered this fence."""
+        self._backend.fence(self._generation)
+        self._generation += 1
+
+    def get(self, rank: int, key: str) -> Any:
+        """The value ``rank`` committed under ``key`` (``ModexKeyError`` if none)."""
+        return self._backend.get(rank, key)
+
+    @property
+    def generation(self) -> int:
+        """How many fences this process has completed."""
+        return self._generation
+
+
+class _Backend:
+    def commit(self, data: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def fence(self, generation: int) -> None:
+        raise NotImplementedError
+
+    def get(self, rank: int, key: str) -> Any:
+        raise NotImplementedError
+
+
+class _LocalBackend(_Backend):
+    """A singleton's modex: the same store and rules as the server's, in this process."""
+
+    def __init__(self) -> None:
+        self._store = ModexStore(1)
+
+    def commit(self, data: dict[str, Any]) -> None:
+        self._store.commit(0, data)
+
+    def fence(self, generation: int) -> None:
+        self._store.enter_fence(0, generation)
+
+    def get(self, rank: int, key: str) -> Any:
+        return self._store.lookup(rank, key)
+
+
+class _RemoteBackend(_Backend):
+    def __init__(self, client: ControlClient) -> None:
+        self._client = client
+
+    def commit(self, data: dict[str, Any]) -> None:
+        self._client.request(protocol.COMMIT, data=data)
+
+    def fence(self, generation: int) -> None:
+        self._client.request(protocol.FENCE, generation=generation)
+
+    def get(self, rank: int, key: str) -> Any:
+        return self._client.request(protocol.GET, rank=rank, key=key)
+
+
+class Runtime:
+    """The initialized run-time of this process (get it from :func:`init`).
+
+    Creating one for a launched identity connects to the launcher; :func:`init` is the way to
+    get the process's runtime, with the hooks installed.
+    """
+
+    def __init__(self, identity: Identity) -> None:
+        self.identity = identity
+        self.pid = os.getpid()
+        self._finalized = False
+        self._failed = False
+        self._lock = threading.Lock()
+        self._previous_hook = sys.excepthook
+        self._client: ControlClient | None = None
+        if identity.singleton:
+            self.modex = Modex(identity.rank, _LocalBackend())
+            return
+        assert identity.server is not None and identity.secret is not None
+        self._client = ControlClient.connect(
+            identity.server,
+            identity.secret,
+            identity.jobid,
+            identity.rank,
+            pid=self.pid,
+            host=socket.gethostname(),
+            on_lost=self._on_lost,
+            on_terminate=self._on_terminate,
+        )
+        self.modex = Modex(identity.rank, _RemoteBackend(self._client))
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def abort(self, code: int = 1, message: str = "") -> NoReturn:
+        """Tell the launcher to end the job, then exit this process with ``code``.
+
+        An exit status must fit in 0..255; other codes are reported to the launcher as given
+        and the process exits with 1.
+        """
+        code = int(code)
+        if self._client is not None:
+            with contextlib.suppress(ControlError):
+                self._client.request(
+                    protocol.ABORT, timeout=LIFECYCLE_TIMEOUT, code=code, message=str(message)
+                )
+        else:
+            print(f"ompy: singleton aborted with code {code}: {message}", file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code if 0 <= code <= 255 else 1)
+
+    def finalize(self) -> None:
+        """Tell the launcher this rank finished cleanly and close the connection (idempotent)."""
+        with self._lock:
+            if self._finalized:
+                return
+            self._finalized = True
+        if sys.excepthook is self._excepthook:
+            sys.excepthook = self._previous_hook
+        if self._client is None:
+            shutil.rmtree(self.identity.session_dir, ignore_errors=True)
+            return
+        try:
+            self._client.request(protocol.FINALIZE, timeout=LIFECYCLE_TIMEOUT)
+        finally:
+            self._client.close()
+
+    def report_exception(self, tb_text: str) -> None:
+        """Send a traceback to the launcher, which prints it with this rank's number."""
+        self._failed = True
+        if self._client is not None and not self._finalized:
+            self._client.request(
+                protocol.EXCEPTION, timeout=LIFECYCLE_TIMEOUT, traceback=str(tb_text)
+            )
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def _excepthook(self, kind, value, tb) -> None:
+        text = "".join(traceback.format_exception(kind, value, tb))
+        with contextlib.suppress(Exception):  # reporting must never hide the original error
+            self.report_exception(text)
+        self._previous_hook(kind, value, tb)
+
+    def _at_exit(self) -> None:
+        if self._finalized or os.getpid() != self.pid:
+            return
+        if self._failed and self._client is not None:
+            self._finalized = True
+            self._client.close()
+            return
+        with contextlib.suppress(ControlError):
+            self.finalize()
+
+    def _on_lost(self, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            print(
+                f"ompy: rank {self.identity.rank} of job {self.identity.jobid}: {reason}; exiting",
+                file=sys.stderr,
+                flush=True,
+            )
+        os._exit(LOST_EXIT_CODE)
+
+    def _on_terminate(self, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            print(
+                f"ompy: rank {self.identity.rank} of job {self.identity.jobid}: terminated by "
+                f"the launcher{': ' + reason if reason else ''}",
+                file=sys.stderr,
+                flush=True,
+            )
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+_runtime: Runtime | None = None
+_init_lock = threading.Lock()
+
+
+def init(environ: Mapping[str, str] | None = None) -> Runtime:
+    """Start the run-time of this process, or return the one already started.
+
+    ``environ`` (default ``os.environ``) is where the ess components look for the launcher's
+    variables.
+    """
+    global _runtime
+    with _init_lock:
+        if _runtime is not None:
+            if _runtime.pid != os.getpid():
+                raise RuntimeError(
+                    "ompy.orte.runtime.init() in a forked child of an initialized rank: a child "
+                    "process cannot share its parent's identity; start it with 'ompy run'"
+                )
+            return _runtime
+        _component, module = select_module(environ)
+        identity = module.identity()
+        if identity.singleton:
+            os.makedirs(identity.session_dir, mode=0o700, exist_ok=True)
+        runtime = Runtime(identity)
+        if not identity.singleton:
+            sys.excepthook = runtime._excepthook
+        atexit.register(runtime._at_exit)
+        _runtime = runtime
+        return runtime
