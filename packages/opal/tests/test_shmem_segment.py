@@ -228,6 +228,27 @@ def test_leaving_the_with_block_detaches(module):
     segment.unlink()
 
 
+def test_leaving_the_with_block_with_views_alive_is_an_error(module):
+    segment = module.create(segment_name(), 64)
+    try:
+        with pytest.raises(SegmentBusyError), segment:
+            kept = segment.array()
+        assert segment.attached
+    finally:
+        del kept
+        segment.detach()
+        segment.unlink()
+
+
+def test_an_exception_leaving_the_with_block_is_not_hidden_by_live_views(module):
+    segment = module.create(segment_name(), 64)
+    segment.unlink()
+    with pytest.raises(KeyError, match="the real problem"), segment:
+        view = segment.array()  # kept alive by the traceback
+        view[0] = 1
+        raise KeyError("the real problem")
+
+
 def test_array_views_cover_whole_items_from_an_offset(module):
     with module.create(segment_name(), 100) as segment:
         assert segment.array(np.float64).shape == (12,)

@@ -168,8 +168,11 @@ class Segment:
     ``buffer`` and ``array()`` give views over the mapping; every process attached to the
     segment sees writes through them.  Detaching unmaps the memory, which is only safe when no
     view is left: the mapping refuses while views exist, and :meth:`detach` turns that into a
-    :class:`SegmentBusyError` that says what to release.  Use the segment as a context manager to
-    detach when the block ends; unlinking (removing the name) is a separate, explicit step,
+    :class:`SegmentBusyError` that says what to release.
+
+    Use the segment as a context manager to detach when the block ends.  Views still alive at
+    that point are an error, unless the block is left by an exception: that exception is then
+    the one that propagates.  Unlinking (removing the name) is a separate, explicit step,
     because usually only the creator does it, once every peer has attached.
     """
 
@@ -275,8 +278,15 @@ class Segment:
     def __enter__(self) -> Segment:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.detach()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        try:
+            self.detach()
+        except SegmentBusyError:
+            # While an exception propagates, its traceback keeps the block's local views alive,
+            # so detaching must fail; reporting that would hide the real error.  The mapping is
+            # then released when the last view is garbage collected.
+            if exc_type is None:
+                raise
 
     def __repr__(self) -> str:
         state = "attached" if self.attached else "detached"

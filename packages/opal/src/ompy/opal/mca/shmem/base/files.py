@@ -15,6 +15,7 @@ only in where the file lives and when they volunteer.  The care:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -103,7 +104,8 @@ class FileSegmentModule(ShmemModule):
             self._reserve(fd, path, size)
             mapping = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException as error:
-            os.unlink(path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
             if isinstance(error, OSError) and not isinstance(error, ShmemError):
                 raise ShmemError(
                     f"cannot size or map shared-memory segment {name!r} of {size} bytes at "
