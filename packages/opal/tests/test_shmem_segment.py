@@ -6,6 +6,7 @@ so they need no component package.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -25,6 +26,7 @@ from ompy.opal.mca.shmem import (
     SegmentDetachedError,
     SegmentExistsError,
     SegmentNotFoundError,
+    SegmentSpaceError,
     ShmemError,
     WrongComponentError,
     WrongNodeError,
@@ -139,6 +141,26 @@ def test_create_refuses_unsafe_names_before_touching_the_file_system(module, dir
 def test_create_refuses_sizes_that_are_not_positive_ints(module, size):
     with pytest.raises(InvalidSegmentSizeError, match="segment size"):
         module.create(segment_name(), size)
+
+
+def test_no_room_for_the_segment_is_a_clear_error_and_leaves_no_file(module, monkeypatch):
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    name = segment_name()
+    with pytest.raises(SegmentSpaceError, match=f"no room for shared-memory segment '{name}'"):
+        module.create(name, 1 << 20)
+
+
+def test_a_file_system_that_cannot_reserve_space_still_gets_its_segment(module, monkeypatch):
+    def unsupported(fd, offset, length):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    with module.create(segment_name(), 4096) as segment:
+        segment.buffer[4095] = 1
+        segment.unlink()
 
 
 def test_after_unlink_attach_fails_clearly_but_mappings_live_on(module):
