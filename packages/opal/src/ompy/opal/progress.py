@@ -1,0 +1,262 @@
+"""The progress engine: the one loop that moves every transport forward.
+
+MPI progresses only when a process calls into the library, so every blocking call ends up here:
+:meth:`ProgressEngine.wait_until` calls :meth:`ProgressEngine.progress` (which calls each
+registered callback once) until a condition holds.  Callbacks return how many events they
+handled; a pass that handles nothing is *idle*.
+
+Idle behaviour, in three steps:
+
+1. **Spin**: the first ``opal_progress_spin_count`` idle passes poll again at once, because a
+   reply is usually a few microseconds away.  With ``opal_progress_yield_when_idle`` each idle
+   pass also calls ``os.sched_yield()``, so that on an oversubscribed node the rank that has
+   something to do gets the core.
+2. **Block**: after that, the engine sleeps in ``select()`` on the file descriptors the
+   transports registered (:meth:`ProgressEngine.register_fd`), so a receive that waits for
+   seconds costs no CPU and wakes as soon as a socket becomes readable.
+3. **Back off**: sources without a file descriptor (or a predicate set by another thread) are
+   still seen, because the ``select()`` timeout starts at 50 µs and doubles up to
+   ``opal_progress_block_max_ms``.  :meth:`ProgressEngine.wakeup` ends a sleep at once from any
+   thread.
+
+``opal_progress_yield_when_idle`` defaults to true when the run-time says the node is
+oversubscribed (it exports ``OMPY_OVERSUBSCRIBED=1``), like Open MPI's ``mpi_yield_when_idle``.
+
+Threads: registering and unregistering are safe from any thread (the callback tuple is replaced,
+never mutated).  :meth:`ProgressEngine.progress` itself is not reentrant per transport; with
+``thread_safe=True`` only one thread progresses at a time and the others return 0 at once, as
+Open MPI's progress engine does under ``MPI_THREAD_MULTIPLE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from .mca.params import ParamType, Registry
+
+#: A progress callback: handles whatever is ready and says how many events that was.
+ProgressCallback = Callable[[], int]
+
+OVERSUBSCRIBED_VAR = "OMPY_OVERSUBSCRIBED"
+_FIRST_BLOCK_S = 50e-6
+
+
+def register_params(registry: Registry, environ: Mapping[str, str] | None = None) -> None:
+    """Register the progress engine's layer-wide parameters (``opal_progress_*``)."""
+    environ = os.environ if environ is None else environ
+    oversubscribed = environ.get(OVERSUBSCRIBED_VAR, "0").strip() in {"1", "true", "yes"}
+    registry.register(
+        "opal_progress_yield_when_idle",
+        ParamType.BOOL,
+        oversubscribed,
+        "Yield the processor (sched_yield) on every idle progress pass while spinning; defaults "
+        f"to true when the run-time marks the node oversubscribed ({OVERSUBSCRIBED_VAR}=1)",
+        level=4,
+        scope=("opal", ""),
+    )
+    registry.register(
+        "opal_progress_spin_count",
+        ParamType.INT,
+        1000,
+        "Idle progress passes a blocking wait makes before it sleeps on the transports' file "
+        "descriptors (0 sleeps at once; larger values trade CPU for latency)",
+        level=5,
+        minimum=0,
+        scope=("opal", ""),
+    )
+    registry.register(
+        "opal_progress_block_max_ms",
+        ParamType.FLOAT,
+        10.0,
+        "Longest single sleep of an idle blocking wait, in milliseconds; bounds how late a "
+        "source without a file descriptor is noticed",
+        level=6,
+        minimum=0.01,
+        maximum=10_000,
+        scope=("opal", ""),
+    )
+
+
+class ProgressEngine:
+    """Registered progress callbacks, the file descriptors to sleep on, and the wait loop."""
+
+    def __init__(
+        self,
+        *,
+        yield_when_idle: bool = False,
+        spin_count: int = 1000,
+        block_max_ms: float = 10.0,
+        thread_safe: bool = False,
+    ) -> None:
+        if spin_count < 0:
+            raise ValueError(f"spin_count must be >= 0, got {spin_count}")
+        if block_max_ms <= 0:
+            raise ValueError(f"block_max_ms must be > 0, got {block_max_ms}")
+        self.yield_when_idle = yield_when_idle
+        self.spin_count = spin_count
+        self.block_max = block_max_ms / 1000.0
+        self._callbacks: tuple[ProgressCallback, ...] = ()
+        self._lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._fds: dict[int, int] = {}  # fd -> registration count
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._closed = False
+        # Bound once: the unlocked pass is the fast path.
+        self.progress = self._progress_locked if thread_safe else self._progress
+
+    @classmethod
+    def from_params(cls, registry: Registry, *, thread_safe: bool = False) -> ProgressEngine:
+        """An engine configured from the ``opal_progress_*`` parameters."""
+        register_params(registry)
+        return cls(
+            yield_when_idle=registry.get("opal_progress_yield_when_idle"),
+            spin_count=registry.get("opal_progress_spin_count"),
+            block_max_ms=registry.get("opal_progress_block_max_ms"),
+            thread_safe=thread_safe,
+        )
+
+    # -- callbacks --------------------------------------------------------------------------
+
+    def register(self, callback: ProgressCallback) -> None:
+        """Call ``callback`` on every progress pass; registering it twice is an error."""
+        with self._lock:
+            if callback in self._callbacks:
+                raise ValueError(f"progress callback {callback!r} is already registered")
+            self._callbacks = (*self._callbacks, callback)
+
+    def unregister(self, callback: ProgressCallback) -> None:
+        """Stop calling ``callback``; unknown callbacks are an error (a double unregister)."""
+        with self._lock:
+            if callback not in self._callbacks:
+                raise ValueError(f"progress callback {callback!r} is not registered")
+            self._callbacks = tuple(cb for cb in self._callbacks if cb != callback)
+
+    @property
+    def callbacks(self) -> tuple[ProgressCallback, ...]:
+        return self._callbacks
+
+    def _progress(self) -> int:
+        events = 0
+        for callback in self._callbacks:
+            events += callback()
+        return events
+
+    def _progress_locked(self) -> int:
+        if not self._lock.acquire(blocking=False):
+            return 0
+        try:
+            events = 0
+            for callback in self._callbacks:
+                events += callback()
+            return events
+        finally:
+            self._lock.release()
+
+    # -- file descriptors -------------------------------------------------------------------
+
+    def register_fd(self, fd: int) -> None:
+        """Wake an idle wait when ``fd`` becomes readable (registrations are counted)."""
+        if fd in self._fds:
+            self._fds[fd] += 1
+            return
+        self._selector.register(fd, selectors.EVENT_READ)
+        self._fds[fd] = 1
+
+    def unregister_fd(self, fd: int) -> None:
+        count = self._fds.get(fd)
+        if count is None:
+            raise ValueError(f"file descriptor {fd} is not registered with the progress engine")
+        if count > 1:
+            self._fds[fd] = count - 1
+            return
+        del self._fds[fd]
+        self._selector.unregister(fd)
+
+    def wakeup(self) -> None:
+        """End the current idle sleep now (callable from any thread or a signal handler)."""
+        with contextlib.suppress(BlockingIOError):  # a full pipe: a wakeup is already pending
+            os.write(self._wake_w, b"\0")
+
+    # -- waiting ----------------------------------------------------------------------------
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Progress until ``predicate()`` is true; False if ``timeout`` seconds pass first."""
+        if predicate():
+            return True
+        progress = self.progress
+        spin_count = self.spin_count
+        yield_when_idle = self.yield_when_idle
+        sched_yield = os.sched_yield
+        deadline = None if timeout is None else time.monotonic() + timeout
+        idle = 0
+        block = _FIRST_BLOCK_S
+        while True:
+            if progress():
+                idle = 0
+                block = _FIRST_BLOCK_S
+                if predicate():
+                    return True
+                continue
+            if predicate():
+                return True
+            idle += 1
+            if idle <= spin_count:
+                if yield_when_idle:
+                    sched_yield()
+                if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
+                    return False
+                continue
+            sleep = block
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                sleep = min(sleep, left)
+            self._sleep(sleep)
+            block = min(block * 2, self.block_max)
+
+    def _sleep(self, seconds: float) -> None:
+        for key, _events in self._selector.select(seconds):
+            if key.fd == self._wake_r:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(self._wake_r, 4096):
+                        pass
+
+    def close(self) -> None:
+        """Release the wakeup pipe and the selector."""
+        if self._closed:
+            return
+        self._closed = True
+        self._selector.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+
+_engine: ProgressEngine | None = None
+
+
+def engine() -> ProgressEngine:
+    """The progress engine of this process, configured from the parameter registry."""
+    global _engine
+    if _engine is None:
+        from .mca.params import registry
+
+        _engine = ProgressEngine.from_params(registry())
+    return _engine
+
+
+def reset_engine(new: ProgressEngine | None = None) -> ProgressEngine | None:
+    """Replace the process engine (tests; a tool that re-reads its parameters)."""
+    global _engine
+    if _engine is not None and _engine is not new:
+        _engine.close()
+    _engine = new
+    return _engine

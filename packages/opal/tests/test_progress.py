@@ -1,0 +1,206 @@
+"""The progress engine: callbacks, blocking waits that sleep on file descriptors, parameters."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from ompy.opal.mca.params import Registry
+from ompy.opal.progress import ProgressEngine, register_params
+
+
+@pytest.fixture
+def engine():
+    engine = ProgressEngine(spin_count=100, block_max_ms=20)
+    yield engine
+    engine.close()
+
+
+def test_progress_calls_every_callback_once_and_sums_their_events(engine):
+    calls = []
+    engine.register(lambda: calls.append("a") or 2)
+    engine.register(lambda: calls.append("b") or 3)
+    assert engine.progress() == 5
+    assert calls == ["a", "b"]
+
+
+def test_unregistered_callback_is_no_longer_called(engine):
+    calls = []
+
+    def callback():
+        calls.append(1)
+        return 1
+
+    engine.register(callback)
+    engine.progress()
+    engine.unregister(callback)
+    assert engine.progress() == 0
+    assert calls == [1]
+
+
+def test_double_registration_and_unknown_unregistration_are_errors(engine):
+    def callback():
+        return 0
+
+    engine.register(callback)
+    with pytest.raises(ValueError, match="already registered"):
+        engine.register(callback)
+    engine.unregister(callback)
+    with pytest.raises(ValueError, match="not registered"):
+        engine.unregister(callback)
+
+
+def test_wait_until_progresses_until_the_predicate_holds(engine):
+    counter = {"n": 0}
+
+    def callback():
+        counter["n"] += 1
+        return 1
+
+    engine.register(callback)
+    assert engine.wait_until(lambda: counter["n"] >= 50, timeout=5)
+    assert counter["n"] == 50
+
+
+def test_wait_until_times_out_and_says_so(engine):
+    start = time.monotonic()
+    assert not engine.wait_until(lambda: False, timeout=0.1)
+    assert 0.09 <= time.monotonic() - start < 1.0
+
+
+def test_an_idle_blocked_wait_sleeps_instead_of_spinning(engine):
+    start_cpu = time.process_time()
+    start = time.monotonic()
+    assert not engine.wait_until(lambda: False, timeout=0.5)
+    elapsed = time.monotonic() - start
+    cpu = time.process_time() - start_cpu
+    assert elapsed >= 0.45
+    assert cpu < 0.1 * elapsed, f"an idle wait used {cpu:.3f} s of CPU in {elapsed:.3f} s"
+
+
+def test_a_readable_registered_fd_wakes_a_sleeping_wait_promptly():
+    engine = ProgressEngine(spin_count=0, block_max_ms=5000)
+    left, right = socket.socketpair()
+    left.setblocking(False)
+    received = []
+
+    def poll():
+        try:
+            data = left.recv(16)
+        except BlockingIOError:
+            return 0
+        received.append(data)
+        return 1
+
+    engine.register(poll)
+    engine.register_fd(left.fileno())
+    timer = threading.Timer(0.2, right.send, args=(b"x",))
+    try:
+        timer.start()
+        start = time.monotonic()
+        assert engine.wait_until(lambda: bool(received), timeout=4)
+        woke_after = time.monotonic() - start
+    finally:
+        timer.cancel()
+        left.close()
+        right.close()
+        engine.close()
+    # With a 5 s maximum sleep, only the fd can explain waking within a second.
+    assert woke_after < 1.0
+
+
+def test_wakeup_from_another_thread_ends_a_sleep_at_once():
+    engine = ProgressEngine(spin_count=0, block_max_ms=5000)
+    flag = threading.Event()
+
+    def set_and_wake():
+        flag.set()
+        engine.wakeup()
+
+    timer = threading.Timer(0.2, set_and_wake)
+    try:
+        timer.start()
+        start = time.monotonic()
+        assert engine.wait_until(flag.is_set, timeout=4)
+        assert time.monotonic() - start < 1.0
+    finally:
+        timer.cancel()
+        engine.close()
+
+
+def test_fd_registrations_are_counted(engine):
+    left, right = socket.socketpair()
+    try:
+        engine.register_fd(left.fileno())
+        engine.register_fd(left.fileno())
+        engine.unregister_fd(left.fileno())
+        engine.unregister_fd(left.fileno())
+        with pytest.raises(ValueError, match="not registered"):
+            engine.unregister_fd(left.fileno())
+    finally:
+        left.close()
+        right.close()
+
+
+def test_yield_when_idle_follows_the_runtime_oversubscription_flag():
+    oversubscribed = Registry(environ={})
+    register_params(oversubscribed, environ={"OMPY_OVERSUBSCRIBED": "1"})
+    assert oversubscribed.get("opal_progress_yield_when_idle") is True
+    dedicated = Registry(environ={})
+    register_params(dedicated, environ={})
+    assert dedicated.get("opal_progress_yield_when_idle") is False
+
+
+def test_engine_reads_its_parameters_from_the_registry():
+    registry = Registry(
+        environ={
+            "OMPY_MCA_opal_progress_spin_count": "7",
+            "OMPY_MCA_opal_progress_yield_when_idle": "1",
+        }
+    )
+    engine = ProgressEngine.from_params(registry)
+    try:
+        assert engine.spin_count == 7
+        assert engine.yield_when_idle is True
+    finally:
+        engine.close()
+
+
+def test_a_bad_spin_count_names_the_parameter():
+    registry = Registry(environ={"OMPY_MCA_opal_progress_spin_count": "-3"})
+    with pytest.raises(ValueError, match="opal_progress_spin_count"):
+        ProgressEngine.from_params(registry)
+
+
+def test_thread_safe_engine_lets_one_thread_progress_at_a_time():
+    engine = ProgressEngine(thread_safe=True)
+    inside = threading.Event()
+    release = threading.Event()
+
+    def slow():
+        inside.set()
+        release.wait(5)
+        return 1
+
+    engine.register(slow)
+    worker = threading.Thread(target=engine.progress)
+    try:
+        worker.start()
+        assert inside.wait(5)
+        assert engine.progress() == 0  # busy: the second thread does not enter
+    finally:
+        release.set()
+        worker.join(5)
+        engine.close()
+
+
+def test_close_releases_the_wakeup_pipe():
+    before = len(os.listdir("/proc/self/fd"))
+    engine = ProgressEngine()
+    engine.close()
+    engine.close()
+    assert len(os.listdir("/proc/self/fd")) == before
