@@ -1,0 +1,7 @@
+"""The ``tmpdir`` shmem component: segments are files in a temporary directory, mapped shared."""
+
+__version__ = "1.0.0"
+
+from .component import TmpdirComponent  # after __version__: component.py imports it
+
+__all__ = ["TmpdirComponent", "__version__"]
