@@ -3,12 +3,50 @@
 from __future__ import annotations
 
 from ompy.opal.layer import Layer
+from ompy.opal.mca.params import ParamType, Registry
 
 from . import __version__
+
+
+def register_params(registry: Registry) -> None:
+    """Layer-wide parameters of the run-time layer (``orte_<name>``)."""
+    scope = ("orte", "")
+    registry.register(
+        "orte_abort_timeout",
+        ParamType.FLOAT,
+        3.0,
+        "Seconds ompy run waits after sending SIGTERM to the ranks of a failed or interrupted "
+        "job before it kills the remaining ones with SIGKILL",
+        level=4,
+        minimum=0,
+        scope=scope,
+    )
+    registry.register(
+        "orte_stack_timeout",
+        ParamType.FLOAT,
+        2.0,
+        "Seconds ompy run waits for the ranks' Python stacks when it reports them (--timeout, "
+        "SIGUSR1); ranks that do not answer in time are reported without a stack",
+        level=6,
+        minimum=0,
+        scope=scope,
+    )
+    registry.register(
+        "orte_drain_timeout",
+        ParamType.FLOAT,
+        2.0,
+        "Seconds ompy run keeps forwarding output after the last rank exited, for processes "
+        "the ranks started that still hold the output pipes open",
+        level=7,
+        minimum=0,
+        scope=scope,
+    )
+
 
 layer = Layer(
     "orte",
     "ompy-orte",
     __version__,
     "run-time layer: ompy run, launch, stdio forwarding, modex, error management",
+    register_params,
 )

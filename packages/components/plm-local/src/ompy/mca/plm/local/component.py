@@ -1,0 +1,28 @@
+"""The component: offers the local launcher when every node of the job is this host."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ompy.opal.mca import Offer
+from ompy.orte.launcher.job import Node
+from ompy.orte.mca.plm import PlmComponent
+
+from . import __version__
+from .launcher import LocalLauncher
+
+
+class LocalPlmComponent(PlmComponent):
+    """Starts ranks as children of ``ompy run``.
+
+    It offers for every job, so that when the allocation names other hosts the user gets its
+    clear error (which hosts cannot be reached) rather than "no plm component can run".
+    """
+
+    name = "local"
+    version = __version__
+    description = "fork/exec the ranks on this host, each in its own session"
+    default_priority = 10
+
+    def query(self, context: Sequence[Node]) -> Offer[LocalLauncher] | None:
+        return Offer(self.priority, LocalLauncher())

@@ -1,0 +1,127 @@
+"""Starting ranks on this host: one child process per rank, in its own session.
+
+* Each rank is the leader of a new session (``setsid``) and thus of its own process group, so
+  a signal sent to the group reaches whatever the rank started, and a Ctrl-C in the launcher's
+  terminal reaches only the launcher, which then tears the job down in order.
+* Each rank asks the kernel for SIGKILL when the launcher dies (``PR_SET_PDEATHSIG``), so ranks
+  that never talk to the launcher (programs that are not ompy programs) cannot outlive a
+  launcher killed with SIGKILL either.  The kernel sends it when the *thread* that forked the
+  rank ends, so ranks must be spawned from the launcher's main thread.
+* Exit is observed through a pidfd, a file descriptor that becomes readable when the process
+  ends, so the launcher's event loop waits for exits and output alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ompy.orte.launcher.errors import LaunchError
+from ompy.orte.launcher.hosts import is_local_host
+from ompy.orte.launcher.job import Node, Placement
+from ompy.orte.mca.plm import PlmModule, RankProcess, Stdio
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+def _die_with_parent(parent_pid: int, prctl):
+    """The ``preexec_fn`` run in the child between fork and exec."""
+
+    def preexec() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the launcher died before the request took effect
+            os._exit(137)
+
+    return preexec
+
+
+class LocalRank(RankProcess):
+    """A rank started by :class:`LocalLauncher`."""
+
+    def __init__(self, rank: int, popen: subprocess.Popen) -> None:
+        self.rank = rank
+        self.pid = popen.pid
+        self._popen = popen
+        try:
+            self._pidfd: int | None = os.pidfd_open(popen.pid)
+        except (AttributeError, OSError):  # old kernel: the launcher polls instead
+            self._pidfd = None
+
+    def exit_fd(self) -> int | None:
+        return self._pidfd
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def signal(self, signum: int) -> None:
+        # The group outlives its leader while any member is alive, so this also reaches the
+        # children of a rank that has already exited.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    def release(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+class LocalLauncher(PlmModule):
+    """The plm module of the ``local`` component."""
+
+    def __init__(self) -> None:
+        self._prctl = _load_prctl()
+
+    def check_nodes(self, nodes: Sequence[Node]) -> None:
+        remote = [node.name for node in nodes if not is_local_host(node.name)]
+        if remote:
+            raise LaunchError(
+                f"cannot start ranks on {', '.join(repr(name) for name in remote)}: the local "
+                f"launcher (plm 'local') starts ranks on this host only, and no remote launcher "
+                f"(ssh, slurm) is installed yet; use localhost, 127.0.0.1 or this host's name"
+            )
+
+    def spawn(
+        self,
+        placement: Placement,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        stdio: Stdio,
+    ) -> LocalRank:
+        try:
+            popen = subprocess.Popen(
+                list(argv),
+                env=dict(env),
+                cwd=cwd,
+                stdin=stdio.stdin,
+                stdout=stdio.stdout,
+                stderr=stdio.stderr,
+                start_new_session=True,
+                # Safe with the control server thread running: the hook only calls prctl,
+                # getppid and _exit (no locks, no imports; ctypes and prctl are resolved here).
+                preexec_fn=_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
+            )
+        except FileNotFoundError as error:
+            raise LaunchError(f"cannot start rank {placement.rank}: {error}", 127) from None
+        except PermissionError as error:
+            raise LaunchError(f"cannot start rank {placement.rank}: {error}", 126) from None
+        except OSError as error:
+            raise LaunchError(f"cannot start rank {placement.rank}: {error}") from None
+        return LocalRank(placement.rank, popen)

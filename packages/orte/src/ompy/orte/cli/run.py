@@ -1,0 +1,152 @@
+"""``ompy run``: start a parallel job, like Open MPI's ``mpirun``.
+
+Only click and the launcher's option record are imported at start-up; everything else loads
+when the job is planned, so ``ompy run`` starts as fast as the ranks allow.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ompy.orte.launcher.plan import RunOptions
+
+EPILOG = """\b
+Exit codes: 0 when every rank exited with 0; otherwise the code of the first
+rank that failed (128 + N when it was killed by signal N; the error code of
+abort), 130 after Ctrl-C, 128 + N when ompy run received SIGTERM or SIGHUP
+(forwarded to every rank), 124 when --timeout expired, 127/126 when the
+program was not found / is not executable, 1 or 2 for invalid options.
+
+\b
+Signals: Ctrl-C (SIGINT) terminates the job (SIGTERM, then SIGKILL after
+orte_abort_timeout seconds; a second Ctrl-C kills at once). SIGTERM and
+SIGHUP are forwarded to every rank's process group. SIGUSR1 prints the Python
+stack of every running rank and the job goes on
+(kill -USR1 <pid of ompy run>).
+
+\b
+--output-filename DIR writes rank N's output to DIR/1/rank.N/stdout and
+DIR/1/rank.N/stderr instead of the terminal. Standard input goes to rank 0;
+the other ranks read /dev/null.
+"""
+
+
+@click.command(
+    context_settings={
+        "allow_interspersed_args": False,
+        "help_option_names": ["-h", "--help"],
+    },
+    epilog=EPILOG,
+)
+@click.option(
+    "-n",
+    "-np",
+    "--np",
+    "np",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Number of ranks (default: the number of slots, e.g. one per core).",
+)
+@click.option(
+    "--host",
+    "hosts",
+    multiple=True,
+    metavar="HOST[:SLOTS],...",
+    help="Hosts to run on, with their slot counts (e.g. localhost:4). Repeatable.",
+)
+@click.option(
+    "--hostfile",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="A file of hosts, one per line: 'name [slots=N]', '#' comments.",
+)
+@click.option(
+    "--map-by",
+    type=click.Choice(["slot", "node"]),
+    default="slot",
+    show_default=True,
+    help="Fill each host's slots before the next (slot) or deal ranks round-robin (node).",
+)
+@click.option(
+    "--oversubscribe/--no-oversubscribe",
+    default=None,
+    help="Allow more ranks than slots without the warning / make it an error.",
+)
+@click.option(
+    "--mca",
+    nargs=2,
+    multiple=True,
+    metavar="NAME VALUE",
+    help="Set an MCA parameter in the launcher and every rank. Repeatable.",
+)
+@click.option(
+    "-x",
+    "exports",
+    multiple=True,
+    metavar="VAR[=VALUE]",
+    help="Export an environment variable to the ranks (with a value, or the current one).",
+)
+@click.option("--tag-output", is_flag=True, help="Prefix each line with [jobid,rank]<stream>:.")
+@click.option("--timestamp-output", is_flag=True, help="Prefix each line with its time.")
+@click.option(
+    "--output-filename",
+    "output_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    help="Write each rank's output to DIR/1/rank.N/{stdout,stderr}.",
+)
+@click.option(
+    "--wdir",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Working directory of the ranks (default: the current one).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Print every rank's stack and end the job (exit 124) after this long.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Suppress warnings (errors still show).")
+@click.option("--verbose", is_flag=True, help="Explain what the launcher does.")
+@click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(program: tuple[str, ...], **options) -> None:
+    """Run PROGRAM [ARGS...] as a parallel job.
+
+    PROGRAM is any executable; a script ending in .py, or a bare 'python', runs
+    under the Python interpreter that runs ompy.
+
+    \b
+    Examples:
+      ompy run -n 4 python app.py
+      ompy run -n 4 app.py --size 100
+      ompy run -n 2 --tag-output --mca btl self,tcp hostname
+    """
+    from ompy.orte.launcher.errors import LaunchError
+    from ompy.orte.launcher.report import Reporter
+    from ompy.orte.launcher.start import run_job
+
+    run_options = RunOptions(program=program, **options)
+    reporter = Reporter(quiet=run_options.quiet, verbose=run_options.verbose)
+    try:
+        code = run_job(run_options, reporter)
+    except LaunchError as error:
+        reporter.error(str(error))
+        code = error.exit_code
+    except Exception as error:
+        # MCA errors (bad values, unknown components) name the parameter and its source.
+        if not _is_user_error(error):
+            raise
+        reporter.error(str(error))
+        code = 1
+    sys.exit(code)
+
+
+def _is_user_error(error: BaseException) -> bool:
+    from ompy.opal.mca import MCAError
+    from ompy.opal.mca.params import ParamError
+
+    return isinstance(error, (MCAError, ParamError))

@@ -1,0 +1,450 @@
+"""Running a planned job: launch every rank, watch it, tear the job down, report.
+
+The :class:`JobRunner` owns the job from the first fork to the removal of its session
+directory.  It runs one event loop in the main thread (see :mod:`.loop`) and reacts to:
+
+* a rank's exit (its pidfd becomes readable): asked to errmgr, which may declare the job failed;
+* control-plane events (connect, finalize, abort, uncaught exception), posted by the control
+  server's thread to a queue;
+* signals to the launcher, caught by handlers that only record them:
+
+  - SIGINT (Ctrl-C): terminate the job (SIGTERM, then SIGKILL after ``orte_abort_timeout``),
+    exit 130; a second Ctrl-C kills the ranks at once.
+  - SIGTERM, SIGHUP: forwarded to every rank's process group; ranks that are still alive after
+    ``orte_abort_timeout`` are killed; exit 128 + the signal number.
+  - SIGUSR1: print every running rank's Python stack; the job continues.
+
+* ``--timeout``: print every running rank's Python stack, terminate the job, exit 124 (the code
+  of coreutils' ``timeout``).
+
+Teardown always ends with SIGKILL to every rank's process group, so nothing a rank started
+survives the job, and with the removal of the session directory and the job's shared memory.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import secrets
+import signal
+import threading
+import time
+from typing import Any
+
+import attrs
+
+from .errors import LaunchError
+from .loop import EventLoop
+from .plan import Plan
+from .report import Reporter
+from .session import Session, new_jobid
+
+EXIT_INTERRUPTED = 130
+EXIT_TIMEOUT = 124
+_HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1")
+
+
+@attrs.define
+class _Ending:
+    """Why the job ends early, and the code ompy run returns."""
+
+    exit_code: int
+    message: str
+    detail: str = ""
+    detail_tag: str = ""
+    #: The failing rank, when a rank caused it (its traceback may still arrive).
+    rank: int | None = None
+    reason: str = ""
+
+
+@attrs.define
+class _Rank:
+    rank: int
+    pid: int
+    process: Any
+    returncode: int | None = None
+
+
+class JobRunner:
+    """Runs one planned job (see the module documentation); :meth:`run` returns the exit code."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        registry: Any,
+        reporter: Reporter,
+        *,
+        plm: Any,
+        iof: Any,
+        errmgr: Any,
+        jobid: str | None = None,
+    ) -> None:
+        self.plan = plan
+        self.reporter = reporter
+        self.plm = plm
+        self.errmgr = errmgr
+        self.jobid = jobid or new_jobid()
+        self.size = plan.job_map.size
+        self.abort_timeout = float(registry.get("orte_abort_timeout"))
+        self.stack_timeout = float(registry.get("orte_stack_timeout"))
+        self.drain_timeout = float(registry.get("orte_drain_timeout"))
+        self._iof = iof
+        self._loop = EventLoop()
+        self._events: collections.deque = collections.deque()
+        self._signals: list[int] = []
+        self._ranks: dict[int, _Rank] = {}
+        self._by_exit_fd: dict[int, _Rank] = {}
+        self._finalized: set[int] = set()
+        self._tracebacks: dict[int, str] = {}
+        self._ending: _Ending | None = None
+        self._kill_at: float | None = None
+        self._killed = False
+        #: How many ranks were still running when the job started ending.
+        self._terminated: int | None = None
+        self._deadline = time.monotonic() + plan.options.timeout if plan.options.timeout else None
+
+    # -- the whole job ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        from ompy.orte.control import ControlServer
+
+        previous = self._catch_signals()
+        session = Session.create(self.jobid)
+        server = None
+        iof = self._iof
+        try:
+            secret = secrets.token_bytes(32)
+            server = ControlServer(self.jobid, self.size, secret, self._on_control_event)
+            self._server = server
+            server.start()
+            self.reporter.note(
+                f"job {self.jobid}: {self.size} ranks of {' '.join(self.plan.app.argv)}; "
+                f"control server at {server.address[0]}:{server.address[1]}; "
+                f"session directory {session.path}"
+            )
+            self._launch(server, secret, session)
+            self._wait()
+            self._settle(server)
+        finally:
+            self._kill_everything()
+            iof.close(self._loop)
+            if server is not None:
+                server.close()
+            removed = session.remove()
+            if removed:
+                self.reporter.note(
+                    f"removed leftover shared memory: {', '.join(map(str, removed))}"
+                )
+            self._restore_signals(previous)
+            self._loop.close()
+        return self._report()
+
+    # -- launch -------------------------------------------------------------------------------
+
+    def _launch(self, server: Any, secret: bytes, session: Session) -> None:
+        from ompy.orte.control import environment_for_rank
+
+        base = {k: v for k, v in os.environ.items() if k != "OMPY_MCA_CLI_NAMES"}
+        base.update(self.plan.app.env)
+        for placement in self.plan.job_map.placements:
+            self._handle_signals()
+            if self._ending is not None:
+                return  # interrupted while starting: do not start more
+            env = dict(base)
+            env.update(
+                environment_for_rank(
+                    jobid=self.jobid,
+                    rank=placement.rank,
+                    size=self.size,
+                    local_rank=placement.local_rank,
+                    local_size=placement.local_size,
+                    node_id=placement.node_id,
+                    node_name=placement.node.name,
+                    server=server.address,
+                    secret=secret,
+                    oversubscribed=placement.oversubscribed,
+                    session_dir=str(session.path),
+                )
+            )
+            stdio = self._iof.stdio_for(placement.rank)
+            try:
+                process = self.plm.spawn(
+                    placement, self.plan.app.argv, env, self.plan.app.cwd, stdio
+                )
+            except LaunchError as error:
+                self._iof.abandon(placement.rank)
+                self._end(_Ending(error.exit_code, str(error)))
+                return
+            self._iof.started(placement.rank, self._loop)
+            record = _Rank(placement.rank, process.pid, process)
+            self._ranks[placement.rank] = record
+            fd = process.exit_fd()
+            if fd is not None:
+                self._by_exit_fd[fd] = record
+                self._loop.add_reader(fd, self._on_exit_fd)
+        self.reporter.note(f"started {len(self._ranks)} ranks")
+
+    # -- the wait loop ------------------------------------------------------------------------
+
+    def _wait(self) -> None:
+        drain_until: float | None = None
+        while True:
+            self._handle_signals()
+            self._handle_events()
+            self._poll_ranks()
+            now = time.monotonic()
+            if self._kill_at is not None and now >= self._kill_at:
+                self._kill_running()
+            if self._deadline is not None and now >= self._deadline and self._ending is None:
+                self._on_timeout()
+                continue
+            if not self._running():
+                if drain_until is None:
+                    drain_until = now + self.drain_timeout
+                if self._iof.open_streams() == 0 or now >= drain_until:
+                    return
+            self._loop.run_once(self._next_wakeup(now, drain_until))
+
+    def _next_wakeup(self, now: float, drain_until: float | None) -> float:
+        moments = [m for m in (self._kill_at, self._deadline, drain_until) if m is not None]
+        if self._ranks and any(r.process.exit_fd() is None for r in self._running()):
+            moments.append(now + 0.05)  # no pidfd: poll for exits
+        wait = min(moments) - now if moments else 1.0
+        return max(0.0, min(wait, 1.0))
+
+    def _running(self) -> list[_Rank]:
+        return [r for r in self._ranks.values() if r.returncode is None]
+
+    # -- rank exits ---------------------------------------------------------------------------
+
+    def _on_exit_fd(self, fd: int) -> None:
+        record = self._by_exit_fd.get(fd)
+        if record is not None:
+            self._check_exit(record)
+
+    def _poll_ranks(self) -> None:
+        for record in self._running():
+            if record.process.exit_fd() is None:
+                self._check_exit(record)
+
+    def _check_exit(self, record: _Rank) -> None:
+        returncode = record.process.poll()
+        if returncode is None:
+            return
+        record.returncode = returncode
+        fd = record.process.exit_fd()
+        if fd is not None:
+            self._loop.remove_reader(fd)
+            self._by_exit_fd.pop(fd, None)
+        record.process.signal(signal.SIGKILL)  # whatever the rank left running in its group
+        record.process.release()
+        self.reporter.note(f"rank {record.rank} (pid {record.pid}) exited: {returncode}")
+        if self._ending is None:
+            from ompy.orte.mca.errmgr import RankExited
+
+            event = RankExited(record.rank, returncode, record.rank in self._finalized)
+            self._judge(event)
+
+    # -- control events -----------------------------------------------------------------------
+
+    def _on_control_event(self, event: Any) -> None:
+        """Called from the control server's thread: queue and wake the loop."""
+        self._events.append(event)
+        self._loop.wake()
+
+    def _handle_events(self) -> None:
+        from ompy.orte.control import (
+            BadClient,
+            RankAborted,
+            RankConnected,
+            RankException,
+            RankFinalized,
+        )
+        from ompy.orte.mca import errmgr
+
+        while self._events:
+            event = self._events.popleft()
+            if isinstance(event, RankConnected):
+                self.reporter.note(f"rank {event.rank} connected (pid {event.pid})")
+            elif isinstance(event, RankFinalized):
+                self._finalized.add(event.rank)
+            elif isinstance(event, RankException):
+                self._tracebacks[event.rank] = event.traceback
+                if self._ending is None:
+                    self._judge(errmgr.RankRaised(event.rank, event.traceback))
+            elif isinstance(event, RankAborted):
+                if self._ending is None:
+                    self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
+            elif isinstance(event, BadClient):
+                self.reporter.warn(
+                    f"refused a control connection from {event.peer}: {event.reason}"
+                )
+            else:
+                self.reporter.note(f"control event: {event}")
+
+    def _judge(self, event: Any) -> None:
+        failure = self.errmgr.judge(event)
+        if failure is None:
+            return
+        record = self._ranks.get(failure.rank)
+        where = f"pid {record.pid}, " if record is not None else ""
+        node = self.plan.job_map.placements[failure.rank].node.name
+        self._end(
+            _Ending(
+                failure.exit_code,
+                "",
+                detail=failure.detail,
+                detail_tag=f"[rank {failure.rank}] ",
+                rank=failure.rank,
+                reason=f"rank {failure.rank} of {self.size} ({where}on {node}) {failure.reason}",
+            )
+        )
+
+    # -- ending the job -----------------------------------------------------------------------
+
+    def _end(self, ending: _Ending, *, terminate: bool = True) -> None:
+        """Record why the job ends (the first reason wins) and start terminating the ranks."""
+        if self._ending is None:
+            self._ending = ending
+        if terminate:
+            self._terminate(signal.SIGTERM)
+
+    def _terminate(self, signum: int) -> None:
+        running = self._running()
+        if self._terminated is None:
+            self._terminated = len(running)
+        if running:
+            self.reporter.note(
+                f"sending {signal.Signals(signum).name} to {len(running)} running ranks"
+            )
+        for record in running:
+            record.process.signal(signum)
+        if self._kill_at is None:
+            self._kill_at = time.monotonic() + self.abort_timeout
+
+    def _kill_running(self) -> None:
+        running = self._running()
+        if running:
+            self.reporter.note(
+                f"{len(running)} ranks still running after {self.abort_timeout:g} s: SIGKILL"
+            )
+            self._killed = True
+        for record in running:
+            record.process.signal(signal.SIGKILL)
+        self._kill_at = None
+
+    def _kill_everything(self) -> None:
+        """Last resort (also on errors in the launcher itself): kill and reap every rank."""
+        for record in self._ranks.values():
+            record.process.signal(signal.SIGKILL)
+        for record in self._running():
+            for _ in range(100):  # SIGKILL cannot be ignored; reaping takes milliseconds
+                returncode = record.process.poll()
+                if returncode is not None:
+                    record.returncode = returncode
+                    break
+                time.sleep(0.01)
+            record.process.release()
+
+    def _on_timeout(self) -> None:
+        running = {r.rank: r.pid for r in self._running()}
+        stacks = self._server.request_stacks(self.stack_timeout) if running else {}
+        timeout = self.plan.options.timeout
+        self.reporter.stacks(
+            f"the job did not finish within --timeout {timeout:g} s; "
+            f"stacks of the {len(running)} ranks still running:",
+            running,
+            stacks,
+        )
+        self._end(
+            _Ending(
+                EXIT_TIMEOUT,
+                f"the job did not finish within --timeout {timeout:g} s; its "
+                f"{len(running)} remaining ranks were terminated.",
+            )
+        )
+
+    def _settle(self, server: Any) -> None:
+        """Give the control server a moment to deliver what ranks sent just before they died.
+
+        A rank reports its traceback and then exits; the exit may be seen first.  Once every
+        rank's connection is closed, the server has read everything they sent.
+        """
+        until = time.monotonic() + 1.0
+        while server.connected_ranks() and time.monotonic() < until:
+            time.sleep(0.01)
+        self._handle_events()
+
+    # -- signals ------------------------------------------------------------------------------
+
+    def _catch_signals(self) -> dict[int, Any]:
+        previous = {}
+        if threading.current_thread() is not threading.main_thread():
+            return previous  # embedded use from another thread: leave signals alone
+        for name in _HANDLED_SIGNALS:
+            signum = getattr(signal, name)
+            previous[signum] = signal.signal(signum, self._record_signal)
+        self._loop.catch_signals()
+        return previous
+
+    def _record_signal(self, signum: int, _frame: Any) -> None:
+        self._signals.append(signum)
+
+    def _restore_signals(self, previous: dict[int, Any]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _handle_signals(self) -> None:
+        while self._signals:
+            signum = self._signals.pop(0)
+            name = signal.Signals(signum).name
+            if signum == signal.SIGUSR1:
+                running = {r.rank: r.pid for r in self._running()}
+                stacks = self._server.request_stacks(self.stack_timeout) if running else {}
+                self.reporter.stacks(
+                    f"SIGUSR1: stacks of {len(running)} running ranks:", running, stacks
+                )
+            elif signum == signal.SIGINT:
+                if self._ending is not None and self._ending.exit_code == EXIT_INTERRUPTED:
+                    self._kill_running()  # second Ctrl-C: do not wait any longer
+                    continue
+                self._end(
+                    _Ending(
+                        EXIT_INTERRUPTED,
+                        f"interrupted ({name}); the job's {len(self._running())} running "
+                        f"ranks were terminated.",
+                    )
+                )
+            else:
+                self._end(
+                    _Ending(
+                        128 + signum,
+                        f"received {name} and forwarded it to the job's "
+                        f"{len(self._running())} running ranks.",
+                    ),
+                    terminate=False,
+                )
+                self._terminate(signum)
+
+    # -- the report ---------------------------------------------------------------------------
+
+    def _report(self) -> int:
+        ending = self._ending
+        if ending is None:
+            self.reporter.note(f"job {self.jobid} finished: all {self.size} ranks exited with 0")
+            return 0
+        if ending.rank is not None:
+            detail = ending.detail or self._tracebacks.get(ending.rank, "")
+            others = self._terminated or 0
+            ended = (
+                f"the {others} other ranks still running were terminated"
+                if others
+                else "no other rank was still running"
+            )
+            message = f"{ending.reason}; {ended}. ompy run exits with code {ending.exit_code}."
+            if detail:
+                message += " Its report:"
+            self.reporter.error(message, detail, ending.detail_tag)
+        else:
+            self.reporter.error(f"{ending.message} ompy run exits with code {ending.exit_code}.")
+        return ending.exit_code

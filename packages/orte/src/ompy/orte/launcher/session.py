@@ -1,0 +1,70 @@
+"""The per-job session directory and the cleanup of everything a job leaves on the host.
+
+Each job gets a private directory (mode 0700) under the temporary directory, exported to the
+ranks as ``OMPY_SESSION_DIR`` for their scratch files and sockets.  When the job ends the
+launcher removes it, together with every shared-memory file whose name starts with
+``ompy-<jobid>-`` (the project's naming rule for segments), so even ranks that were killed
+before they could clean up leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+
+import attrs
+
+SHM_DIR = Path("/dev/shm")
+
+
+def new_jobid() -> str:
+    """A job id unique on this host: the launcher's pid and random bits, letters and digits only.
+
+    It appears in shared-memory names and output tags, so it stays short and needs no quoting.
+    """
+    return f"{os.getpid():x}{secrets.token_hex(3)}"
+
+
+def shm_prefix(jobid: str) -> str:
+    """The prefix every shared-memory segment of the job starts with."""
+    return f"ompy-{jobid}-"
+
+
+@attrs.define
+class Session:
+    """A job's session directory; :meth:`remove` deletes it and the job's shared memory."""
+
+    jobid: str
+    path: Path
+    shm_dir: Path = SHM_DIR
+
+    @classmethod
+    def create(cls, jobid: str, *, base: Path | None = None, shm_dir: Path = SHM_DIR) -> Session:
+        parent = base if base is not None else Path(tempfile.gettempdir())
+        path = Path(tempfile.mkdtemp(prefix=f"ompy-session-{jobid}-", dir=parent))
+        os.chmod(path, 0o700)  # mkdtemp already does; say it, the ranks' secrets may live here
+        return cls(jobid, path, shm_dir)
+
+    def leftover_shm(self) -> list[Path]:
+        """Shared-memory files of this job that still exist."""
+        try:
+            return sorted(self.shm_dir.glob(shm_prefix(self.jobid) + "*"))
+        except OSError:
+            return []
+
+    def remove(self) -> list[Path]:
+        """Delete the session directory and the job's shared memory; return what was removed."""
+        removed = []
+        for segment in self.leftover_shm():
+            try:
+                segment.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                continue  # not ours to remove (another user's file with a colliding name)
+            removed.append(segment)
+        shutil.rmtree(self.path, ignore_errors=True)
+        return removed

@@ -1,0 +1,87 @@
+"""``ompy run`` end to end, minus the command-line parsing: configure, plan, select, run.
+
+Kept apart from the click command so that tests and embedding tools can start a job from
+Python with a :class:`~.plan.RunOptions`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .plan import RunOptions, mca_overrides, plan_job
+from .report import Reporter
+
+
+def launcher_registry(overrides: dict[str, str]):
+    """The launcher's parameter registry: its environment plus ``--mca`` as command-line values.
+
+    The launcher reads its own parameters (``orte_abort_timeout``, ``plm``, ...) exactly as
+    the ranks will, with ``--mca`` winning over the environment and files.
+    """
+    from ompy.opal.mca.params import Registry, environment_for_cli, reset_registry
+    from ompy.orte.layer import register_params
+
+    environ = {k: v for k, v in os.environ.items() if k != "OMPY_MCA_CLI_NAMES"}
+    environ.update(environment_for_cli(overrides))
+    registry = reset_registry(Registry(environ=environ))
+    register_params(registry)
+    return registry
+
+
+def validate_overrides(registry, overrides: dict[str, str]) -> None:
+    """Check the ``--mca`` values of every parameter the launcher knows, before launching.
+
+    Parameters of rank-side frameworks (btl, pml, ...) are not known here; the ranks check them.
+    """
+    for name in overrides:
+        if name in registry:
+            registry.resolve(name)
+
+
+def run_job(options: RunOptions, reporter: Reporter) -> int:
+    """Run the job described by ``options``; return ompy run's exit code.
+
+    Raises :class:`~.errors.LaunchError`, or an MCA error, when the job cannot start.
+    """
+    from ompy.orte.mca.errmgr.base import select_errmgr
+    from ompy.orte.mca.iof import IofOptions
+    from ompy.orte.mca.iof.base import select_iof
+    from ompy.orte.mca.plm.base import select_plm
+
+    from .runner import JobRunner
+    from .session import new_jobid
+
+    overrides = mca_overrides(options.mca)
+    registry = launcher_registry(overrides)
+    plan = plan_job(options, registry, reporter)
+    opened = []
+    try:
+        plm_fw, plm = select_plm(registry, plan.allocation.nodes)
+        opened.append(plm_fw)
+        plm.check_nodes(plan.allocation.nodes)
+        errmgr_fw, errmgr = select_errmgr(registry)
+        opened.append(errmgr_fw)
+        jobid = new_jobid()
+        iof_options = IofOptions(
+            jobid,
+            plan.job_map.size,
+            tag_output=options.tag_output,
+            timestamp_output=options.timestamp_output,
+            output_dir=options.output_dir,
+        )
+        iof_fw, iof = select_iof(registry, iof_options)
+        opened.append(iof_fw)
+        validate_overrides(registry, overrides)
+        runner = JobRunner(
+            plan,
+            registry,
+            reporter,
+            plm=plm,
+            iof=iof,
+            errmgr=errmgr,
+            jobid=jobid,
+        )
+        return runner.run()
+    finally:
+        for framework in reversed(opened):
+            framework.close()

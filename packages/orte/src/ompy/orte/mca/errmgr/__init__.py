@@ -1,0 +1,83 @@
+"""The errmgr framework (error manager): what a rank's failure means for the job.
+
+The launcher reports what happens to each rank (:class:`RankExited`, :class:`RankAborted`,
+:class:`RankRaised`) to the errmgr module, which answers with a :class:`Failure` when the job
+must end (the launcher then terminates every other rank and exits with ``Failure.exit_code``),
+or ``None`` when the job goes on.  One-of-many: ``default`` implements Open MPI's policy.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+import attrs
+
+from ompy.opal.mca import Cardinality, Component, Framework
+
+INTERFACE_VERSION = (1, 0)
+
+framework = Framework(
+    "errmgr",
+    "orte",
+    "error management: deciding what a rank's failure means for the job",
+    INTERFACE_VERSION,
+    Cardinality.ONE,
+)
+
+
+@attrs.frozen
+class RankExited:
+    """A rank's process ended; ``returncode`` is negative when a signal killed it."""
+
+    rank: int
+    returncode: int
+    #: The rank told the launcher it finalized (only ranks running ompy code can).
+    finalized: bool = False
+
+
+@attrs.frozen
+class RankAborted:
+    """A rank called abort: the whole job must end with ``errorcode``."""
+
+    rank: int
+    errorcode: int
+    message: str = ""
+
+
+@attrs.frozen
+class RankRaised:
+    """A rank reported an uncaught Python exception (it is about to exit)."""
+
+    rank: int
+    traceback: str
+
+
+RankEvent = RankExited | RankAborted | RankRaised
+
+
+@attrs.frozen
+class Failure:
+    """The job failed because of ``rank``: why, in words, and the code ``ompy run`` returns."""
+
+    rank: int
+    exit_code: int
+    #: Completes "rank N ..." in the report, e.g. "exited with code 3".
+    reason: str
+    #: A traceback or message the rank reported, printed under the report.
+    detail: str = ""
+
+
+class ErrmgrModule(abc.ABC):
+    """Decides, event by event, whether the job has failed."""
+
+    @abc.abstractmethod
+    def judge(self, event: RankEvent) -> Failure | None:
+        """A :class:`Failure` when ``event`` ends the job, else ``None``."""
+
+
+class ErrmgrComponent(Component):
+    """Base class of errmgr components (entry-point group ``ompy.mca.errmgr``)."""
+
+    framework: ClassVar[str] = "errmgr"
+    interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION

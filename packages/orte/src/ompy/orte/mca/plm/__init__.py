@@ -1,0 +1,91 @@
+"""The plm framework (process launch management): starting the ranks of a job and signalling them.
+
+The launcher hands the plm module each rank's placement, argv, environment, working directory
+and stdio; the module starts the process and returns a :class:`RankProcess` handle through which
+the launcher learns that it exited and delivers signals to it and everything it started.
+One-of-many: ``local`` forks ranks on this host; ``ssh`` and ``slurm`` will start a daemon per
+remote node.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import attrs
+
+from ompy.opal.mca import Cardinality, Component, Framework
+from ompy.orte.launcher.job import Node, Placement
+
+INTERFACE_VERSION = (1, 0)
+
+framework = Framework(
+    "plm",
+    "orte",
+    "process launch: starting, signalling and reaping the ranks of a job",
+    INTERFACE_VERSION,
+    Cardinality.ONE,
+)
+
+#: Stdio of a rank as ``subprocess.Popen`` understands it: an fd, ``DEVNULL`` or ``None``.
+StdioTarget = int | None
+
+
+@attrs.frozen
+class Stdio:
+    """The three standard streams a rank starts with (``None`` inherits the launcher's)."""
+
+    stdin: StdioTarget
+    stdout: StdioTarget
+    stderr: StdioTarget
+
+
+class RankProcess(abc.ABC):
+    """A started rank, as the launcher sees it."""
+
+    rank: int
+    pid: int
+
+    @abc.abstractmethod
+    def exit_fd(self) -> int | None:
+        """A file descriptor that becomes readable when the rank exits (or ``None``: poll)."""
+
+    @abc.abstractmethod
+    def poll(self) -> int | None:
+        """The exit status once the rank has exited (negative: killed by that signal)."""
+
+    @abc.abstractmethod
+    def signal(self, signum: int) -> None:
+        """Send ``signum`` to the rank and every process it started; a gone rank is ignored."""
+
+    @abc.abstractmethod
+    def release(self) -> None:
+        """Free the handle's resources once the rank is reaped."""
+
+
+class PlmModule(abc.ABC):
+    """Starts ranks on the nodes it can reach."""
+
+    @abc.abstractmethod
+    def check_nodes(self, nodes: Sequence[Node]) -> None:
+        """Raise :class:`~ompy.orte.launcher.errors.LaunchError` naming nodes it cannot reach."""
+
+    @abc.abstractmethod
+    def spawn(
+        self,
+        placement: Placement,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        stdio: Stdio,
+    ) -> RankProcess:
+        """Start one rank; raises ``LaunchError`` when the program cannot be started."""
+
+
+class PlmComponent(Component):
+    """Base class of plm components (entry-point group ``ompy.mca.plm``)."""
+
+    framework: ClassVar[str] = "plm"
+    interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
