@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import stat
@@ -33,7 +34,19 @@ with attach(SegmentDescriptor.from_dict(json.loads(sys.argv[1]))) as segment:
 
 
 def registry(**settings: str) -> Registry:
-    """A registry that sees only the given ``OMPY_MCA_*`` settings (no parameter files)."""
+    """A registry that sees only the given ``OMPY_MCA_*`` settings (no parameter files).
+
+    Without an explicit ``shmem`` selection, shmem components other than ompy's own (such as
+    a third-party one that another test installs for a while) are excluded, so that what is
+    chosen depends only on posix and mmap.
+    """
+    foreign = sorted(
+        entry.name
+        for entry in importlib.metadata.entry_points(group="ompy.mca.shmem")
+        if entry.name not in ("posix", "mmap")
+    )
+    if foreign and "shmem" not in settings:
+        settings["shmem"] = "^" + ",".join(foreign)
     return Registry(environ={f"OMPY_MCA_{k}": v for k, v in settings.items()}, files=[])
 
 
