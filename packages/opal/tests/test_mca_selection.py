@@ -231,6 +231,17 @@ def test_a_component_whose_open_fails_is_reported(three):
     assert [(f.name, f.reason) for f in opened.failures] == [("flaky", "open failed: no device")]
 
 
+def test_a_component_whose_constructor_fails_is_reported(three):
+    extra = """
+    def __init__(self, registry):
+        raise RuntimeError('bad constructor')
+"""
+    install(three, ONE, "weird", component(ONE, "weird", 99, extra=extra))
+    opened = open_framework(ONE, registry())
+    assert [(f.name, f.reason) for f in opened.failures] == [("weird", "open failed: bad constructor")]
+    assert opened.select()[0].name == "beta"
+
+
 def test_everything_mode_loads_excluded_components_too(three):
     opened = open_framework(ONE, registry(widget="alpha"), everything=True)
     assert sorted(c.name for c in opened.components) == ["alpha", "beta", "gamma"]

@@ -119,8 +119,8 @@ def open_framework(
 
     components = []
     for cls in classes:
-        component = cls(registry)
         try:
+            component = cls(registry)
             component.register_params()
             component.open()
         except Exception as error:
