@@ -238,7 +238,8 @@ def test_a_component_whose_constructor_fails_is_reported(three):
 """
     install(three, ONE, "weird", component(ONE, "weird", 99, extra=extra))
     opened = open_framework(ONE, registry())
-    assert [(f.name, f.reason) for f in opened.failures] == [("weird", "open failed: bad constructor")]
+    failures = [(f.name, f.reason) for f in opened.failures]
+    assert failures == [("weird", "open failed: bad constructor")]
     assert opened.select()[0].name == "beta"
 
 
