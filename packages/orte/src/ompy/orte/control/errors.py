@@ -15,8 +15,8 @@ class ConnectionLostError(ControlError):
     """The control connection closed: the launcher is gone or dropped this rank."""
 
 
-class RequestError(ControlError):
-    """The server refused a request (a protocol mistake by the caller)."""
+class RequestError(ControlError, ValueError):
+    """A request was refused as invalid: an unknown rank, a malformed message, bad order."""
 
 
 class FenceError(ControlError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import FenceError, ModexKeyError
+from .errors import FenceError, ModexKeyError, RequestError
 
 
 class ModexStore:
@@ -33,13 +33,13 @@ class ModexStore:
 
     def _check_rank(self, rank: int, what: str) -> None:
         if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < self.size:
-            raise ValueError(f"{what} {rank!r} is not a rank of this job (size {self.size})")
+            raise RequestError(f"{what} {rank!r} is not a rank of this job (size {self.size})")
 
     def commit(self, rank: int, data: Mapping[str, Any]) -> None:
         self._check_rank(rank, "committing rank")
         for key in data:
             if not isinstance(key, str):
-                raise TypeError(f"modex keys are strings, rank {rank} committed {key!r}")
+                raise RequestError(f"modex keys are strings, rank {rank} committed {key!r}")
         self._data[rank].update(data)
 
     def lookup(self, rank: int, key: str) -> Any:
