@@ -2,8 +2,9 @@
 
 Each test installs a throw-away distribution on a private ``sys.path`` entry (exactly the
 metadata ``pip install`` would leave behind) that publishes a test layer, a working test
-framework ``infotest`` with two working components, a component that raises on import, a
-component built for another interface version, and a framework whose module does not exist.
+framework ``infotest`` with two working components, a component that raises on import, one
+that fails to open, one built for another interface version, and a framework whose module does
+not exist.
 """
 
 from __future__ import annotations
@@ -78,6 +79,16 @@ class Spare(Component):
         return Offer(self.priority, "spare")
 
 
+class Grumpy(Component):
+    framework = "infotest"
+    name = "grumpy"
+    version = "1.1"
+    interface_version = (1, 0)
+
+    def open(self):
+        raise RuntimeError("cannot open the device")
+
+
 class Old(Component):
     framework = "infotest"
     name = "old"
@@ -101,6 +112,7 @@ infobroken = info_fixture_nosuch:framework
 good = info_fixture_components:Good
 spare = info_fixture_components:Spare
 old = info_fixture_components:Old
+grumpy = info_fixture_components:Grumpy
 broken = info_fixture_broken:Broken
 """
 
@@ -182,6 +194,7 @@ def test_a_broken_component_is_shown_with_its_error_and_the_rest_still_listed(si
     ) in out
     assert "old: ERROR (info_fixture_components:Old): " in out
     assert "implements interface version 0.9" in out
+    assert "      grumpy: ERROR: open failed: cannot open the device" in out
     assert "good 2.5.0" in out
 
 

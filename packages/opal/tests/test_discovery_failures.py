@@ -1,4 +1,4 @@
-"""A framework description that cannot be loaded is reported, never fatal to the listing."""
+"""A framework or component class that cannot be used is reported, never fatal to the rest."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 import pytest
 from stevedore import ExtensionManager
 
-from ompy.opal.mca import LoadFailure, installed_frameworks
+from ompy.opal.mca import Cardinality, Framework, LoadFailure, installed_frameworks, open_framework
+from ompy.opal.mca.params import Registry
 
 FRAMEWORKS_MODULE = """
 from ompy.opal.mca import Cardinality, Framework
@@ -55,3 +56,59 @@ def test_without_a_failure_list_broken_frameworks_become_warnings(published):
     with pytest.warns(RuntimeWarning, match="framework 'discomissing'.*cannot be loaded"):
         names = [framework.name for framework in installed_frameworks()]
     assert "discofine" in names
+
+
+COMPONENTS_MODULE = """
+from ompy.opal.mca import Component
+
+
+class Nameless(Component):
+    framework = "discofine"
+    version = "1.0"
+    interface_version = (1, 0)
+
+
+class Unversioned(Component):
+    framework = "discofine"
+    name = "unversioned"
+    version = "1.0"
+    interface_version = "1.0"
+
+
+class Fine(Component):
+    framework = "discofine"
+    name = "fine"
+    version = "1.0"
+    interface_version = (1, 3)
+"""
+
+
+@pytest.fixture
+def components(tmp_path, monkeypatch):
+    """Components of a test framework whose classes are incomplete, next to a correct one."""
+    (tmp_path / "disco_components.py").write_text(COMPONENTS_MODULE)
+    info = tmp_path / "disco_components-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: disco-components\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[ompy.mca.discofine]\n"
+        "nameless = disco_components:Nameless\n"
+        "unversioned = disco_components:Unversioned\n"
+        "fine = disco_components:Fine\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    yield
+    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    sys.modules.pop("disco_components", None)
+
+
+def test_incomplete_component_classes_are_refused_with_what_is_missing(components):
+    framework = Framework("discofine", "opal", "test", (1, 0), Cardinality.ONE)
+    opened = open_framework(framework, Registry(environ={}, files=[]))
+    assert [component.name for component in opened.components] == ["fine"]
+    reasons = {failure.name: failure.reason for failure in opened.failures}
+    assert "disco_components.Nameless" in reasons["nameless"]
+    assert "does not set name" in reasons["nameless"]
+    assert "declares interface_version '1.0'" in reasons["unversioned"]
+    assert "(major, minor) tuple" in reasons["unversioned"]

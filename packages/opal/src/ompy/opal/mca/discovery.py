@@ -90,6 +90,14 @@ def check_component_class(framework: Framework, name: str, plugin: object) -> No
             f"entry point '{name}' of {framework.group} names {plugin!r}, "
             f"which is not an ompy component class"
         )
+    declared = ("framework", "name", "version", "interface_version")
+    missing = [attribute for attribute in declared if not hasattr(plugin, attribute)]
+    if missing:
+        raise ComponentVersionError(
+            f"the component class {plugin.__module__}.{plugin.__qualname__} (entry point "
+            f"'{name}' of {framework.group}) does not set {', '.join(missing)}; every component "
+            f"class declares {', '.join(declared)}"
+        )
     if plugin.framework != framework.name or plugin.name != name:
         raise ComponentVersionError(
             f"entry point '{name}' of {framework.group} names the component "
@@ -98,6 +106,11 @@ def check_component_class(framework: Framework, name: str, plugin: object) -> No
         )
     wanted_major = framework.interface_version[0]
     got = plugin.interface_version
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(n, int) for n in got)):
+        raise ComponentVersionError(
+            f"the {framework.name} component '{name}' declares interface_version {got!r}; "
+            f"expected a (major, minor) tuple of ints such as {framework.interface_version!r}"
+        )
     if got[0] != wanted_major:
         raise ComponentVersionError(
             f"the {framework.name} component '{name}' implements interface version "
