@@ -452,6 +452,21 @@ def test_every_bad_value_is_reported_at_once(site):
     assert "expected one of red, blue" in result.stderr
 
 
+def test_a_bad_value_given_with_mca_says_it_came_from_the_command_line(site):
+    result = run_info("--mca", "infotest_good_color", "green")
+    assert result.exit_code == 1
+    assert "'infotest_good_color' has the invalid value 'green' (from command line" in (
+        result.stderr
+    )
+
+
+def test_a_selection_mixing_include_and_exclude_is_an_error(site):
+    result = run_info(env={"OMPY_MCA_infotest": "good,^spare"})
+    assert result.exit_code == 1
+    assert "'infotest' mixes included and excluded components" in result.stderr
+    assert "(set by environment (OMPY_MCA_infotest))" in result.stderr
+
+
 def test_a_malformed_parameter_file_is_an_error_naming_the_line(site, tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("infotest_good_size 12\n")
