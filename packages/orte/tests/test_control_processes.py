@@ -255,6 +255,14 @@ def test_a_rank_exits_within_seconds_when_its_launcher_is_killed(launch):
     assert "lost the connection to the launcher" in err
 
 
+def test_a_rank_that_simply_returns_is_finalized_at_exit(launch):
+    launch.serve(1)
+    code, _out, err = finish(launch.start("import ompy.orte.runtime as r\nr.init()\n", 0, 1))
+    assert code == 0, err
+    events = launch.events_until(lambda seen: any(isinstance(e, RankFinalized) for e in seen))
+    assert [type(e) for e in events] == [RankConnected, RankFinalized]
+
+
 def test_an_uncaught_exception_is_reported_with_its_traceback(launch):
     launch.serve(1)
     program = """

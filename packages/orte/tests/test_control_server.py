@@ -334,3 +334,28 @@ def test_stacks_of_in_process_clients_name_the_waiting_function(job_of):
     stacks = job.server.request_stacks(timeout=5)
     assert list(stacks) == [0]
     assert "test_stacks_of_in_process_clients_name_the_waiting_function" in stacks[0]
+
+
+def test_the_server_can_be_closed_from_its_own_event_callback():
+    lost: queue.Queue = queue.Queue()
+    holder: list[ControlServer] = []
+
+    def on_event(event):
+        if isinstance(event, RankConnected):
+            holder[0].close()
+
+    server = ControlServer("jcb", 1, secrets.token_bytes(32), on_event)
+    holder.append(server)
+    server.start()
+    client = ControlClient.connect(
+        server.address, server._secret, "jcb", 0, pid=1, host="h", on_lost=lost.put
+    )
+    try:
+        assert "lost the connection" in lost.get(timeout=5)
+        server._thread.join(timeout=5)
+        assert not server._thread.is_alive()
+        with pytest.raises(OSError):
+            socket.create_connection(server.address, timeout=1).close()
+    finally:
+        client.close()
+        server.close()

@@ -8,7 +8,7 @@ import struct
 
 import msgpack
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ompy.orte.control import auth, protocol, wire
@@ -32,6 +32,7 @@ values = st.recursive(
 messages = st.dictionaries(st.text(max_size=10), values, max_size=6)
 
 
+@settings(deadline=None)
 @given(messages)
 def test_a_message_survives_encoding_and_decoding(message):
     frame = wire.encode(message)
@@ -40,6 +41,7 @@ def test_a_message_survives_encoding_and_decoding(message):
     assert wire.decode_body(frame[4:]) == message
 
 
+@settings(deadline=None)
 @given(st.lists(messages, min_size=1, max_size=5), st.integers(min_value=1, max_value=7))
 def test_the_decoder_reassembles_frames_split_anywhere(batch, chunk):
     stream = b"".join(wire.encode(message) for message in batch)

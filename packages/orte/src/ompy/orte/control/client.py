@@ -195,10 +195,12 @@ class ControlClient:
                 else (f"lost the connection to the launcher ({reason})")
             )
             pending, self._pending = self._pending, {}
-        for op, future in pending.values():
-            future.set_exception(ConnectionLostError(f"{self._lost} while waiting for '{op}'"))
+        # ``on_lost`` first: the run-time's handler exits the process, and it must win the race
+        # against a waiting caller that would otherwise raise and exit with another status.
         if not closing and self._on_lost is not None:
             self._on_lost(self._lost)
+        for op, future in pending.values():
+            future.set_exception(ConnectionLostError(f"{self._lost} while waiting for '{op}'"))
 
 
 def _handshake(sock: socket.socket, secret: bytes, jobid: str, rank: int, where: str) -> None:

@@ -145,13 +145,22 @@ class ControlServer:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop serving and close every connection (ranks see their connection drop)."""
+        """Stop serving and close every connection (ranks see their connection drop).
+
+        Safe to call from the event callback: the server thread then stops after the callback.
+        """
         if self._closed:
             return
         self._closed = True
+        if self._thread is threading.current_thread():  # from the event callback
+            self._stopping = True  # the loop releases everything when it returns
+            return
         if self._thread is not None:
             self._post(self._stop)
             self._thread.join()
+        self._release()
+
+    def _release(self) -> None:
         for conn in list(self._connections):
             with contextlib.suppress(OSError):
                 conn.sock.close()
@@ -174,7 +183,8 @@ class ControlServer:
         """Ask every connected rank for the Python stacks of all its threads.
 
         Waits up to ``timeout`` seconds; ranks that do not answer in time are missing from the
-        result.  Useful when a job hangs: the launcher prints where each rank is stuck.
+        result.  Useful when a job hangs: the launcher prints where each rank is stuck.  Do not
+        call it from the event callback (the server thread would wait for itself).
         """
         if self._thread is None or self._closed:
             return {}
@@ -222,6 +232,13 @@ class ControlServer:
     # -- the server thread -------------------------------------------------------------------
 
     def _serve(self) -> None:
+        try:
+            self._loop()
+        finally:
+            if self._closed and self._thread is threading.current_thread():
+                self._release()
+
+    def _loop(self) -> None:
         while not self._stopping:
             pending = [c.deadline for c in self._connections if c.rank is None]
             timeout = max(0.0, min(pending) - time.monotonic()) if pending else None
