@@ -37,10 +37,14 @@ from .errors import LaunchError
 from .loop import EventLoop
 from .plan import Plan
 from .report import Reporter
-from .session import Session, new_jobid
+from .session import Session, new_jobid, sweep_stale
 
 EXIT_INTERRUPTED = 130
 EXIT_TIMEOUT = 124
+#: A rank that reported an uncaught exception is judged when it exits, or after this long.
+#: Judging at the exit lets a rank that failed first, and whose failure made this rank's
+#: fence or receive raise, be reported as the cause.
+RAISED_GRACE = 1.0
 _HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1")
 
 
@@ -96,6 +100,7 @@ class JobRunner:
         self._by_exit_fd: dict[int, _Rank] = {}
         self._finalized: set[int] = set()
         self._tracebacks: dict[int, str] = {}
+        self._raised_deadlines: dict[int, float] = {}
         self._ending: _Ending | None = None
         self._kill_at: float | None = None
         self._killed = False
@@ -109,6 +114,8 @@ class JobRunner:
         from ompy.orte.control import ControlServer
 
         previous = self._catch_signals()
+        for path in sweep_stale():
+            self.reporter.note(f"removed {path}, left by a job whose launcher was killed")
         session = Session.create(self.jobid)
         server = None
         iof = self._iof
@@ -195,6 +202,7 @@ class JobRunner:
             now = time.monotonic()
             if self._kill_at is not None and now >= self._kill_at:
                 self._kill_running()
+            self._judge_pending_exceptions(now)
             if self._deadline is not None and now >= self._deadline and self._ending is None:
                 self._on_timeout()
                 continue
@@ -207,6 +215,7 @@ class JobRunner:
 
     def _next_wakeup(self, now: float, drain_until: float | None) -> float:
         moments = [m for m in (self._kill_at, self._deadline, drain_until) if m is not None]
+        moments.extend(self._raised_deadlines.values())
         if self._ranks and any(r.process.exit_fd() is None for r in self._running()):
             moments.append(now + 0.05)  # no pidfd: poll for exits
         wait = min(moments) - now if moments else 1.0
@@ -239,11 +248,33 @@ class JobRunner:
         record.process.signal(signal.SIGKILL)  # whatever the rank left running in its group
         record.process.release()
         self.reporter.note(f"rank {record.rank} (pid {record.pid}) exited: {returncode}")
+        if record.rank in self._tracebacks and returncode != 0:
+            # Judged by _judge_pending_exceptions, once ranks that finalized have exited.
+            self._raised_deadlines.setdefault(record.rank, time.monotonic() + RAISED_GRACE)
+            return
+        self._raised_deadlines.pop(record.rank, None)
         if self._ending is None:
             from ompy.orte.mca.errmgr import RankExited
 
-            event = RankExited(record.rank, returncode, record.rank in self._finalized)
-            self._judge(event)
+            self._judge(RankExited(record.rank, returncode, record.rank in self._finalized))
+
+    def _judge_pending_exceptions(self, now: float) -> None:
+        """Judge the ranks that reported an uncaught exception, when the picture is complete.
+
+        An exception is often the consequence of another rank's failure (a fence that can
+        never complete because a rank left).  So it is judged once its rank has exited and
+        no rank that announced finalize is still on its way out (its exit code may be the
+        cause), or after :data:`RAISED_GRACE` seconds whatever happens.
+        """
+        from ompy.orte.mca.errmgr import RankRaised
+
+        leaving = any(r.rank in self._finalized for r in self._running())
+        for rank, deadline in sorted(self._raised_deadlines.items(), key=lambda kv: kv[1]):
+            exited = self._ranks[rank].returncode is not None
+            if now >= deadline or (exited and not leaving):
+                del self._raised_deadlines[rank]
+                if self._ending is None:
+                    self._judge(RankRaised(rank, self._tracebacks[rank]))
 
     # -- control events -----------------------------------------------------------------------
 
@@ -270,8 +301,9 @@ class JobRunner:
                 self._finalized.add(event.rank)
             elif isinstance(event, RankException):
                 self._tracebacks[event.rank] = event.traceback
-                if self._ending is None:
-                    self._judge(errmgr.RankRaised(event.rank, event.traceback))
+                record = self._ranks.get(event.rank)
+                if record is not None and record.returncode is None:
+                    self._raised_deadlines[event.rank] = time.monotonic() + RAISED_GRACE
             elif isinstance(event, RankAborted):
                 if self._ending is None:
                     self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
@@ -306,13 +338,12 @@ class JobRunner:
         """Record why the job ends (the first reason wins) and start terminating the ranks."""
         if self._ending is None:
             self._ending = ending
+            self._terminated = sum(1 for r in self._running() if r.rank != ending.rank)
         if terminate:
             self._terminate(signal.SIGTERM)
 
     def _terminate(self, signum: int) -> None:
         running = self._running()
-        if self._terminated is None:
-            self._terminated = len(running)
         if running:
             self.reporter.note(
                 f"sending {signal.Signals(signum).name} to {len(running)} running ranks"

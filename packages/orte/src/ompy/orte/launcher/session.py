@@ -5,6 +5,11 @@ ranks as ``OMPY_SESSION_DIR`` for their scratch files and sockets.  When the job
 launcher removes it, together with every shared-memory file whose name starts with
 ``ompy-<jobid>-`` (the project's naming rule for segments), so even ranks that were killed
 before they could clean up leave nothing behind.
+
+A launcher killed with SIGKILL cannot clean up; its ranks exit on their own, but its session
+directory and shared memory stay.  Every launcher therefore sweeps, when it starts, the
+leftovers of jobs whose launcher process no longer exists (:func:`sweep_stale`): the job id
+starts with the launcher's pid, and only directories named ``ompy-job-<jobid>-*`` are touched.
 """
 
 from __future__ import annotations
@@ -20,12 +25,61 @@ import attrs
 SHM_DIR = Path("/dev/shm")
 
 
+_JOB_DIR_PREFIX = "ompy-job-"
+_RANDOM_HEX = 6
+
+
 def new_jobid() -> str:
     """A job id unique on this host: the launcher's pid and random bits, letters and digits only.
 
     It appears in shared-memory names and output tags, so it stays short and needs no quoting.
     """
-    return f"{os.getpid():x}{secrets.token_hex(3)}"
+    return f"{os.getpid():x}{secrets.token_hex(_RANDOM_HEX // 2)}"
+
+
+def launcher_pid(jobid: str) -> int | None:
+    """The pid of the launcher that made ``jobid`` (see :func:`new_jobid`), if it is one."""
+    head = jobid[:-_RANDOM_HEX]
+    try:
+        return int(head, 16) if head else None
+    except ValueError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(base: Path | None = None, shm_dir: Path = SHM_DIR) -> list[Path]:
+    """Remove session directories and shared memory of jobs whose launcher is gone.
+
+    Only directories owned by this user are considered, so one user's launcher never touches
+    another's files.  Returns what was removed.
+    """
+    parent = base if base is not None else Path(tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        candidates = list(parent.glob(_JOB_DIR_PREFIX + "*"))
+    except OSError:
+        return removed
+    for path in candidates:
+        jobid = path.name[len(_JOB_DIR_PREFIX) :].split("-", 1)[0]
+        pid = launcher_pid(jobid)
+        try:
+            mine = path.is_dir() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if pid is None or not mine or _alive(pid):
+            continue
+        removed.extend(Session(jobid, path, shm_dir).remove())
+        removed.append(path)
+    return removed
 
 
 def shm_prefix(jobid: str) -> str:
@@ -44,7 +98,7 @@ class Session:
     @classmethod
     def create(cls, jobid: str, *, base: Path | None = None, shm_dir: Path = SHM_DIR) -> Session:
         parent = base if base is not None else Path(tempfile.gettempdir())
-        path = Path(tempfile.mkdtemp(prefix=f"ompy-session-{jobid}-", dir=parent))
+        path = Path(tempfile.mkdtemp(prefix=f"{_JOB_DIR_PREFIX}{jobid}-", dir=parent))
         os.chmod(path, 0o700)  # mkdtemp already does; say it, the ranks' secrets may live here
         return cls(jobid, path, shm_dir)
 
