@@ -168,7 +168,16 @@ def test_the_demo_runs_as_a_singleton():
     assert lines[3].split()[0] == "0"
 
 
-def test_a_singleton_abort_exits_with_the_code_and_says_why():
-    result = run_alone("from ompy.orte.runtime import init\ninit().abort(4, 'no input')\n")
+def test_a_singleton_abort_exits_with_the_code_says_why_and_cleans_up():
+    result = run_alone(
+        """
+        from ompy.orte.runtime import init
+
+        rt = init()
+        print(rt.identity.session_dir, flush=True)
+        rt.abort(4, "no input")
+        """
+    )
     assert result.returncode == 4
     assert "singleton aborted with code 4: no input" in result.stderr
+    assert not os.path.exists(result.stdout.strip())

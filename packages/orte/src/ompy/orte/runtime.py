@@ -183,6 +183,7 @@ class Runtime:
                 )
         else:
             print(f"ompy: singleton aborted with code {code}: {message}", file=sys.stderr)
+            shutil.rmtree(self.identity.session_dir, ignore_errors=True)  # no atexit after _exit
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
