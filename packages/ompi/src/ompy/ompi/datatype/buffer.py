@@ -1,0 +1,518 @@
+"""Buffer specifications: the messages uppercase methods accept, made ready for the PML.
+
+A program names a message the way mpi4py lets it::
+
+    buf                                  the whole buffer, datatype inferred from its type
+    [buf, datatype]                      the whole buffer, as elements of ``datatype``
+    [buf, count]                         ``count`` elements, datatype inferred
+    [buf, count, datatype]               ``count`` elements of ``datatype``
+    [buf, (count, displ), datatype]      ``count`` elements starting ``displ`` elements in
+    [buf, count, displ, datatype]        the same
+    None, MPI.BOTTOM                     an empty message (absolute addresses: count 0 only)
+    MPI.IN_PLACE                         "in place", for the send buffer of a collective
+
+and, for the vector collectives (Scatterv, Gatherv, Alltoallv, ...), one block per process::
+
+    [buf, counts, datatype]              displacements are the running sum of ``counts``
+    [buf, (counts, displs), datatype]
+    [buf, counts, displs, datatype]
+
+``buf`` is anything that exports the buffer protocol (numpy arrays, bytes, bytearray,
+``array.array``, memoryview), an object with ``__dlpack__`` whose memory is on the CPU, or an
+object with ``__array_interface__``; it must be contiguous (C or Fortran order).  ``datatype``
+is a :class:`Datatype` or a code such as ``"d"`` or ``"i4"``.  Counts and displacements are in
+elements of the datatype.  What comes out is a :class:`BufferSpec` (or
+:class:`VectorBufferSpec`): a flat byte memoryview of exactly the message, its count and
+datatype.  Ranks are the caller's business: with ``PROC_NULL`` the API layer does not parse the
+message at all, as mpi4py does.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..constants import BOTTOM, IN_PLACE
+from ..errors import ERR_COUNT, ERR_TYPE
+from ..errors import Exception as MPIException
+from .datatype import Datatype
+from .predefined import (
+    BYTE,
+    DOUBLE_INT,
+    FLOAT_INT,
+    LONG_DOUBLE_INT,
+    LONG_INT,
+    SHORT_INT,
+    TWOINT,
+    TYPECHARS,
+    from_code,
+)
+
+
+class ReadOnlyBufferError(BufferError, TypeError):
+    """A read-only buffer was given where data must be written (a receive buffer).
+
+    It is a ``BufferError``, as mpi4py raises, and a ``TypeError`` for code that expects one.
+    """
+
+
+class NonContiguousBufferError(BufferError, ValueError):
+    """The buffer's elements are not adjacent in memory (a strided view or slice)."""
+
+
+@attrs.define(slots=True, eq=False)
+class BufferSpec:
+    """One message: its bytes, and how many elements of which datatype they hold.
+
+    ``view`` is a flat, byte-format memoryview of exactly the message (``count * extent``
+    bytes starting ``offset`` bytes into ``buffer``, the whole exported buffer).
+    """
+
+    view: memoryview
+    count: int
+    datatype: Datatype
+    buffer: memoryview
+    offset: int = 0
+    #: True only for ``MPI.IN_PLACE`` (then the other fields describe an empty message).
+    in_place: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes in the message (``count`` times the datatype's extent)."""
+        return self.view.nbytes
+
+
+@attrs.define(slots=True, eq=False)
+class VectorBufferSpec:
+    """One buffer cut into blocks, one per process: ``counts[i]`` elements at ``displs[i]``."""
+
+    buffer: memoryview
+    counts: tuple[int, ...]
+    displs: tuple[int, ...]
+    datatype: Datatype
+    in_place: bool = False
+
+    def block(self, index: int) -> memoryview:
+        """The bytes of block ``index``."""
+        extent = self.datatype.extent
+        start = self.displs[index] * extent
+        return self.buffer[start : start + self.counts[index] * extent]
+
+
+_EMPTY = memoryview(b"")
+#: What ``MPI.IN_PLACE`` parses to: no data of its own.
+IN_PLACE_SPEC = BufferSpec(_EMPTY, 0, BYTE, _EMPTY, 0, in_place=True)
+
+_NATIVE_ORDER = "<" if sys.byteorder == "little" else ">"
+_KDL_CPU = 1  # DLPack's device type for host memory
+
+
+# -- public entry points -------------------------------------------------------------------------
+
+
+def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> BufferSpec:
+    """Turn a message specification into a :class:`BufferSpec`.
+
+    ``readonly=False`` is for receive buffers, which must be writable.  ``in_place=True``
+    admits ``MPI.IN_PLACE`` (the send buffer of a collective).
+    """
+    if msg is IN_PLACE:
+        if not in_place:
+            raise TypeError(
+                "message: MPI.IN_PLACE is only valid as the send buffer of a collective operation"
+            )
+        return IN_PLACE_SPEC
+    obj, count_spec, type_spec = _split_simple(msg)
+    datatype = None if type_spec is None else _as_datatype(type_spec)
+    count, displ = _count_and_displ(count_spec)
+
+    if obj is None or obj is BOTTOM:
+        if count:
+            raise ValueError(
+                f"message: MPI.BOTTOM (or None) as buffer with count {count} would address "
+                "absolute memory, which ompy does not support; give a buffer object instead"
+            )
+        return BufferSpec(_EMPTY, 0, datatype or BYTE, _EMPTY)
+
+    buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
+    datatype = datatype or inferred
+    extent = _extent(datatype)
+    length = buffer.nbytes
+    if count is None:
+        count = _whole_elements(length - displ * extent, extent, datatype, obj, displ)
+    offset = displ * extent
+    nbytes = count * extent
+    if offset + nbytes > length:
+        raise ValueError(
+            f"message: {count} x {datatype.Get_name()} ({nbytes} bytes)"
+            + (f" at displacement {displ} ({offset} bytes)" if displ else "")
+            + f" does not fit in the buffer of {length} bytes ({_describe(obj)})"
+        )
+    view = buffer if nbytes == length else buffer[offset : offset + nbytes]
+    return BufferSpec(view, count, datatype, buffer, offset)
+
+
+def parse_vector_buffer(
+    msg: Any, blocks: int, *, readonly: bool = True, in_place: bool = False
+) -> VectorBufferSpec:
+    """Turn a vector message specification (one block per process) into a VectorBufferSpec.
+
+    ``blocks`` is the number of processes the buffer is cut for.  Without counts, the buffer is
+    cut into ``blocks`` equal blocks; a single int count means that many elements per block.
+    """
+    blocks = _non_negative(blocks, "number of blocks")
+    if msg is IN_PLACE:
+        if not in_place:
+            raise TypeError(
+                "message: MPI.IN_PLACE is only valid as the send buffer of a collective operation"
+            )
+        return VectorBufferSpec(_EMPTY, (0,) * blocks, (0,) * blocks, BYTE, in_place=True)
+    obj, counts_spec, displs_spec, type_spec = _split_vector(msg)
+    datatype = None if type_spec is None else _as_datatype(type_spec)
+
+    if obj is None or obj is BOTTOM:
+        counts = _vector_counts(counts_spec, blocks, 0)
+        if any(counts):
+            raise ValueError(
+                "message: MPI.BOTTOM (or None) as buffer with nonzero counts would address "
+                "absolute memory, which ompy does not support; give a buffer object instead"
+            )
+        return VectorBufferSpec(_EMPTY, counts, (0,) * blocks, datatype or BYTE)
+
+    buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
+    datatype = datatype or inferred
+    extent = _extent(datatype)
+    if counts_spec is None or extent == 0:  # splitting evenly needs whole elements
+        total = _whole_elements(buffer.nbytes, extent, datatype, obj, 0)
+    else:
+        total = buffer.nbytes // extent
+    counts = _vector_counts(counts_spec, blocks, total)
+    displs = _vector_displs(displs_spec, counts, blocks)
+    for index, (count, displ) in enumerate(zip(counts, displs, strict=True)):
+        if (displ + count) > total:
+            raise ValueError(
+                f"message: block {index} ({count} x {datatype.Get_name()} at displacement "
+                f"{displ}) does not fit in the buffer of {total} elements ({_describe(obj)})"
+            )
+    return VectorBufferSpec(buffer, counts, displs, datatype)
+
+
+def export_buffer(
+    obj: Any, *, readonly: bool = True, infer: bool = True
+) -> tuple[memoryview, Datatype | None]:
+    """A flat byte memoryview of ``obj``'s memory and, if ``infer``, the datatype of its items."""
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        obj = _array_from_protocols(obj)
+        view = memoryview(obj)
+    if not readonly and view.readonly:
+        raise ReadOnlyBufferError(
+            f"message: the receive buffer ({_describe(obj)}) is read-only; "
+            "receive into a writable object such as a numpy array or a bytearray"
+        )
+    datatype = None
+    if infer:
+        if isinstance(obj, np.ndarray):
+            datatype = datatype_of_dtype(obj.dtype)
+        else:
+            datatype = _datatype_of_format(view)
+    if not view.c_contiguous:
+        if not view.f_contiguous:
+            raise NonContiguousBufferError(
+                f"message: the buffer ({_describe(obj)}) is not contiguous in memory; "
+                "pass a contiguous copy (numpy.ascontiguousarray) or describe the layout "
+                "with a derived datatype"
+            )
+        view = memoryview(np.asarray(view).T)  # Fortran order: the transpose is C order
+    if view.ndim != 1 or view.format != "B":
+        try:
+            view = view.cast("B")
+        except TypeError:  # formats cast() does not handle: 'Zd', '<d', 'T{...}', '3s'
+            view = memoryview(np.asarray(view).reshape(-1).view(np.uint8))
+    return view, datatype
+
+
+def datatype_of_dtype(dtype: np.dtype) -> Datatype:
+    """The predefined datatype of a numpy dtype, or a TypeError that says why there is none."""
+    if dtype.fields is not None:
+        datatype = _PAIRS.get(_pair_shape(dtype))
+        if datatype is None:
+            raise TypeError(
+                f"message: no predefined MPI datatype matches the structured dtype {dtype}; "
+                "give one explicitly, e.g. [buf, MPI.BYTE]"
+            )
+        return datatype
+    if not dtype.isnative:
+        raise TypeError(
+            f"message: the buffer's dtype {dtype.str} is not in this machine's byte order; "
+            "convert it first (array.astype(array.dtype.newbyteorder('=')))"
+        )
+    datatype = TYPECHARS.get(dtype.char)
+    if datatype is None:
+        raise TypeError(
+            f"message: no MPI datatype corresponds to the dtype {dtype} (code {dtype.char!r}); "
+            "convert the array or give a datatype explicitly, e.g. [buf, MPI.BYTE]"
+            + (
+                " (object arrays hold Python references: use the lowercase methods)"
+                if dtype.char == "O"
+                else ""
+            )
+        )
+    return datatype
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _split_simple(msg: Any) -> tuple[Any, Any, Any]:
+    """(buffer, count spec, datatype spec) of a simple message."""
+    if type(msg) is not list and type(msg) is not tuple:
+        return msg, None, None
+    items = len(msg)
+    if items == 2:
+        obj, second = msg
+        if isinstance(second, Datatype | str):
+            return obj, None, second
+        return obj, second, None
+    if items == 3:
+        return msg[0], msg[1], msg[2]
+    if items == 4:
+        return msg[0], (msg[1], msg[2]), msg[3]
+    raise ValueError(
+        f"message: expecting a buffer or a list of 2 to 4 items ([buf, datatype], "
+        f"[buf, count, datatype], [buf, (count, displ), datatype], [buf, count, displ, "
+        f"datatype]), got {items} items"
+    )
+
+
+def _split_vector(msg: Any) -> tuple[Any, Any, Any, Any]:
+    """(buffer, counts spec, displs spec, datatype spec) of a vector message."""
+    if type(msg) is not list and type(msg) is not tuple:
+        return msg, None, None, None
+    items = len(msg)
+    if items == 2:
+        obj, second = msg
+        if isinstance(second, Datatype | str):
+            return obj, None, None, second
+        counts, displs = _counts_displs_pair(second)
+        return obj, counts, displs, None
+    if items == 3:
+        counts, displs = _counts_displs_pair(msg[1])
+        return msg[0], counts, displs, msg[2]
+    if items == 4:
+        return msg[0], msg[1], msg[2], msg[3]
+    raise ValueError(
+        f"message: expecting a buffer or a list of 2 to 4 items ([buf, datatype], "
+        f"[buf, counts, datatype], [buf, (counts, displs), datatype], [buf, counts, displs, "
+        f"datatype]), got {items} items"
+    )
+
+
+def _counts_displs_pair(spec: Any) -> tuple[Any, Any]:
+    """``(counts, displs)`` if ``spec`` is a pair of sequences (or None), else ``(spec, None)``."""
+    if (
+        type(spec) in (list, tuple)
+        and len(spec) == 2
+        and all(part is None or _is_sequence(part) for part in spec)
+    ):
+        return spec[0], spec[1]
+    return spec, None
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, list | tuple | np.ndarray | range)
+
+
+def _as_datatype(spec: Any) -> Datatype:
+    if isinstance(spec, Datatype):
+        if not spec:
+            raise MPIException(
+                ERR_TYPE, "message: the datatype is DATATYPE_NULL (a null or freed datatype)"
+            )
+        return spec
+    if isinstance(spec, str):
+        return from_code(spec)
+    raise TypeError(
+        f"message: expecting a Datatype or a type code such as 'd' as datatype, not "
+        f"{type(spec).__name__} {spec!r}"
+    )
+
+
+def _count_and_displ(spec: Any) -> tuple[int | None, int]:
+    if spec is None:
+        return None, 0
+    if type(spec) in (list, tuple):
+        if len(spec) != 2:
+            raise ValueError(
+                f"message: expecting (count, displacement), got {len(spec)} items: {spec!r}"
+            )
+        count, displ = spec
+        count = None if count is None else _count(count)
+        return count, _displacement(displ)
+    return _count(spec), 0
+
+
+def _count(value: Any) -> int:
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"message: expecting an int count, not {type(value).__name__} {value!r}"
+        ) from None
+    if count < 0:
+        raise MPIException(ERR_COUNT, f"message: the count must not be negative, got {count}")
+    return count
+
+
+def _displacement(value: Any) -> int:
+    if value is None:
+        return 0
+    try:
+        displ = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"message: expecting an int displacement, not {type(value).__name__} {value!r}"
+        ) from None
+    if displ < 0:
+        raise ValueError(f"message: the displacement must not be negative, got {displ}")
+    return displ
+
+
+def _non_negative(value: Any, what: str) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"expecting an int {what}, not {type(value).__name__}") from None
+    if number < 0:
+        raise ValueError(f"the {what} must not be negative, got {number}")
+    return number
+
+
+def _extent(datatype: Datatype) -> int:
+    return datatype.layout.extent
+
+
+def _whole_elements(length: int, extent: int, datatype: Datatype, obj: Any, displ: int) -> int:
+    if length < 0:
+        raise ValueError(
+            f"message: displacement {displ} x {datatype.Get_name()} lies beyond the end of the "
+            f"buffer ({_describe(obj)})"
+        )
+    if extent == 0:
+        raise ValueError(f"message: {datatype.Get_name()} has extent 0, so the count must be given")
+    count, rest = divmod(length, extent)
+    if rest:
+        raise ValueError(
+            f"message: the buffer's {length} bytes ({_describe(obj)}) are not a whole number "
+            f"of {datatype.Get_name()} elements of {extent} bytes; give the count explicitly "
+            "or a datatype that fits"
+        )
+    return count
+
+
+def _vector_counts(spec: Any, blocks: int, total: int) -> tuple[int, ...]:
+    if spec is None:
+        if blocks == 0:
+            return ()
+        each, rest = divmod(total, blocks)
+        if rest:
+            raise ValueError(
+                f"message: {total} elements do not split evenly into {blocks} blocks; "
+                "give the counts explicitly"
+            )
+        return (each,) * blocks
+    if not _is_sequence(spec):
+        return (_count(spec),) * blocks
+    counts = tuple(_count(count) for count in spec)
+    if len(counts) != blocks:
+        raise ValueError(f"message: expecting {blocks} counts (one per process), got {len(counts)}")
+    return counts
+
+
+def _vector_displs(spec: Any, counts: tuple[int, ...], blocks: int) -> tuple[int, ...]:
+    if spec is None:
+        displs, running = [], 0
+        for count in counts:
+            displs.append(running)
+            running += count
+        return tuple(displs)
+    if not _is_sequence(spec):
+        raise TypeError(
+            f"message: expecting a sequence of displacements, not {type(spec).__name__}"
+        )
+    displs = tuple(_displacement(displ) for displ in spec)
+    if len(displs) != blocks:
+        raise ValueError(
+            f"message: expecting {blocks} displacements (one per process), got {len(displs)}"
+        )
+    return displs
+
+
+def _array_from_protocols(obj: Any) -> np.ndarray:
+    """A host array for an object without the buffer protocol: DLPack or array interface."""
+    if hasattr(obj, "__dlpack__"):
+        device_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else None
+        if device_type != _KDL_CPU:
+            raise TypeError(
+                f"message: the {type(obj).__name__} object's DLPack memory is on device type "
+                f"{device_type}, not the CPU; ompy moves host memory only: copy it to the host"
+            )
+        return np.from_dlpack(obj)
+    if hasattr(obj, "__cuda_array_interface__"):
+        raise TypeError(
+            f"message: the {type(obj).__name__} object is in GPU memory "
+            "(__cuda_array_interface__); ompy moves host memory only: copy it to the host"
+        )
+    if hasattr(obj, "__array_interface__"):
+        return np.asarray(obj)
+    raise TypeError(
+        f"message: expecting a buffer-like object (buffer protocol, __dlpack__ on the CPU or "
+        f"__array_interface__) or a list [buf, count, datatype], not {type(obj).__name__}"
+    )
+
+
+_FORMATS: dict[str, Datatype] = {}
+
+
+def _datatype_of_format(view: memoryview) -> Datatype:
+    """The datatype of a PEP 3118 format string (``'d'``, ``'<i'``, ``'Zd'``, ``'3s'``)."""
+    fmt = view.format
+    datatype = _FORMATS.get(fmt)
+    if datatype is not None:
+        return datatype
+    code = fmt
+    if code[:1] in "@=" or code[:1] == _NATIVE_ORDER:
+        code = code[1:]
+    code = code.lstrip("0123456789")
+    if code in ("Zf", "Zd", "Zg"):
+        code = code[1].upper()
+    if code[:1] in "<>!" or code.startswith("T{") or code not in TYPECHARS:
+        datatype = datatype_of_dtype(np.asarray(view).dtype)  # numpy understands the rest
+    else:
+        datatype = TYPECHARS[code]
+    _FORMATS[fmt] = datatype
+    return datatype
+
+
+def _pair_shape(dtype: np.dtype) -> tuple:
+    fields = tuple((sub.char, offset) for sub, offset, *_ in dtype.fields.values())
+    return (*fields, dtype.itemsize)
+
+
+_PAIRS: dict[tuple, Datatype] = {
+    _pair_shape(pair.dtype): pair
+    for pair in (FLOAT_INT, DOUBLE_INT, LONG_INT, TWOINT, SHORT_INT, LONG_DOUBLE_INT)
+}
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, np.ndarray):
+        return f"numpy array of shape {obj.shape} and dtype {obj.dtype}"
+    if obj is None:
+        return "None"
+    return f"{type(obj).__name__} object"

@@ -1,0 +1,296 @@
+"""The :class:`Datatype` handle and the layout it refers to.
+
+A datatype describes the memory of one element: its ``size`` (bytes of data), its ``extent``
+(the stride from one element to the next, padding included) and the basic elements it is made
+of (``Get_elements`` counts those).  Every element type here is backed by a numpy dtype, so the
+convertor and the reduction operations can view a buffer as a typed array without a table of
+their own.
+
+Like mpi4py's, a :class:`Datatype` object is a *handle*: ``Datatype(t)`` refers to the same
+datatype as ``t``, ``Free()`` turns the handle into ``DATATYPE_NULL``, and equality is identity
+of the datatype referred to.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+import numpy as np
+
+from ..constants import UNDEFINED
+from ..errors import ERR_TYPE
+from ..errors import Exception as MPIException
+
+
+@attrs.define(eq=False)
+class Layout:
+    """What a datatype handle refers to; one object per datatype (identity is equality).
+
+    Only ``name`` changes after creation (``Set_name``), and it changes for every handle.
+    """
+
+    #: The MPI name, e.g. ``"MPI_DOUBLE"``; ``Set_name`` replaces it on the handle's layout.
+    name: str
+    #: numpy view of one element (a structured dtype for the pair types).
+    dtype: np.dtype
+    #: Bytes of data per element (padding excluded).
+    size: int
+    #: Byte sizes of the basic elements one element is made of, in memory order.
+    basic_sizes: tuple[int, ...]
+    #: The single-character code (``"d"``, ``"i"``, ...), or ``""`` when there is none.
+    typechar: str
+    predefined: bool
+    #: The attribute name in ``MPI`` of a predefined datatype (``"DOUBLE"``), used to pickle it.
+    key: str = ""
+
+    @property
+    def extent(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def true_extent(self) -> int:
+        """Bytes from the first to the last byte of data (trailing padding excluded)."""
+        if self.dtype.fields is None:
+            return self.dtype.itemsize
+        return max(offset + sub.itemsize for sub, offset, *_ in self.dtype.fields.values())
+
+    @property
+    def contiguous(self) -> bool:
+        """Whether ``count`` elements are ``count * size`` bytes of data without gaps."""
+        return self.size == self.extent
+
+
+def null_datatype_error(what: str = "operation") -> MPIException:
+    return MPIException(
+        ERR_TYPE,
+        f"{what} on DATATYPE_NULL (a null or freed datatype); pass a predefined datatype such as "
+        "MPI.DOUBLE or one made with a Create_* call",
+    )
+
+
+class Datatype:
+    """Datatype object."""
+
+    __slots__ = ("_layout",)
+
+    def __init__(self, datatype: Datatype | None = None) -> None:
+        if datatype is None:
+            self._layout: Layout | None = None
+        elif isinstance(datatype, Datatype):
+            self._layout = datatype._layout
+        else:
+            raise TypeError(
+                f"Datatype() takes a Datatype to refer to, not {type(datatype).__name__}"
+            )
+
+    @classmethod
+    def _of(cls, layout: Layout) -> Datatype:
+        handle = cls.__new__(cls)
+        handle._layout = layout
+        return handle
+
+    # -- handle semantics ---------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Datatype):
+            return NotImplemented
+        return self._layout is other._layout
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, Datatype):
+            return NotImplemented
+        return self._layout is not other._layout
+
+    def __hash__(self) -> int:
+        return id(self._layout)
+
+    def __bool__(self) -> bool:
+        return self._layout is not None
+
+    def __repr__(self) -> str:
+        if self._layout is None:
+            return "<Datatype DATATYPE_NULL>"
+        return f"<Datatype {self.Get_name() or 'unnamed'}>"
+
+    def __reduce__(self):
+        if self._layout is None:
+            return (Datatype, ())
+        if self._layout.predefined:
+            from . import predefined
+
+            return (predefined.by_key, (self._layout.key,))
+        raise TypeError("only predefined datatypes can be pickled (by name)")
+
+    @property
+    def layout(self) -> Layout:
+        """The layout this handle refers to; an MPI error with ``ERR_TYPE`` for a null handle."""
+        layout = self._layout
+        if layout is None:
+            raise null_datatype_error()
+        return layout
+
+    # -- size and extent ----------------------------------------------------------------------
+
+    def Get_size(self) -> int:
+        """Return the number of bytes occupied by entries in the datatype."""
+        return self.layout.size
+
+    def Get_extent(self) -> tuple[int, int]:
+        """Return lower bound and extent of datatype."""
+        return 0, self.layout.extent
+
+    def Get_true_extent(self) -> tuple[int, int]:
+        """Return the true lower bound and extent of a datatype."""
+        return 0, self.layout.true_extent
+
+    @property
+    def size(self) -> int:
+        """Size (in bytes)."""
+        return self.Get_size()
+
+    @property
+    def extent(self) -> int:
+        """Extent."""
+        return self.layout.extent
+
+    @property
+    def lb(self) -> int:
+        """Lower bound."""
+        return self.Get_extent()[0]
+
+    @property
+    def ub(self) -> int:
+        """Upper bound."""
+        lb, extent = self.Get_extent()
+        return lb + extent
+
+    @property
+    def true_extent(self) -> int:
+        """True extent."""
+        return self.layout.true_extent
+
+    @property
+    def true_lb(self) -> int:
+        """True lower bound."""
+        return self.Get_true_extent()[0]
+
+    @property
+    def true_ub(self) -> int:
+        """True upper bound."""
+        lb, extent = self.Get_true_extent()
+        return lb + extent
+
+    # -- names and codes ----------------------------------------------------------------------
+
+    def Get_name(self) -> str:
+        """Get the print name for this datatype."""
+        return self.layout.name
+
+    def Set_name(self, name: str) -> None:
+        """Set the print name for this datatype."""
+        layout = self.layout
+        if not isinstance(name, str):
+            raise TypeError(f"a datatype name must be a str, not {type(name).__name__}")
+        layout.name = name[: MAX_NAME - 1]
+
+    @property
+    def name(self) -> str:
+        """Print name."""
+        return self.Get_name()
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.Set_name(value)
+
+    @property
+    def typechar(self) -> str:
+        """Character code."""
+        return self.layout.typechar
+
+    @property
+    def typestr(self) -> str:
+        """Type string (numpy's array-interface ``typestr``)."""
+        return self.layout.dtype.str
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of one element (an ompy extension; mpi4py has no such attribute)."""
+        return self.layout.dtype
+
+    @property
+    def is_named(self) -> bool:
+        """Is a named datatype."""
+        return self.layout.predefined
+
+    @property
+    def is_predefined(self) -> bool:
+        """Is a predefined datatype."""
+        return self._layout is None or self._layout.predefined
+
+    def tocode(self) -> str:
+        """Get character code or type string from predefined MPI datatype."""
+        layout = self.layout
+        if layout.typechar:
+            return layout.typechar
+        raise ValueError(f"the datatype {layout.name} has no character code")
+
+    @classmethod
+    def fromcode(cls, code: str) -> Datatype:
+        """Get predefined MPI datatype from character code or type string."""
+        from .predefined import from_code
+
+        return from_code(code)
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def Commit(self) -> Datatype:
+        """Commit the datatype."""
+        self.layout  # noqa: B018
+        return self
+
+    def Dup(self) -> Datatype:
+        """Duplicate a datatype."""
+        layout = self.layout
+        name = f"Dup {layout.name}"[: MAX_NAME - 1]
+        copy = attrs.evolve(layout, name=name, predefined=False, key="")
+        return type(self)._of(copy)
+
+    def Free(self) -> None:
+        """Free the datatype."""
+        layout = self.layout
+        if layout.predefined:
+            raise MPIException(
+                ERR_TYPE, f"{layout.name} is a predefined datatype and cannot be freed"
+            )
+        self._layout = None
+
+    # -- counting -------------------------------------------------------------------------------
+
+    def count_of(self, nbytes: int) -> int:
+        """Whole elements in ``nbytes`` received bytes, or ``UNDEFINED`` if not a whole number."""
+        size = self.layout.size
+        if size == 0:
+            return 0 if nbytes == 0 else UNDEFINED
+        count, rest = divmod(nbytes, size)
+        return UNDEFINED if rest else count
+
+    def elements_of(self, nbytes: int) -> int:
+        """Basic elements in ``nbytes`` received bytes, or ``UNDEFINED`` (``Get_elements``)."""
+        layout = self.layout
+        if layout.size == 0:
+            return 0 if nbytes == 0 else UNDEFINED
+        whole, rest = divmod(nbytes, layout.size)
+        elements = whole * len(layout.basic_sizes)
+        for basic in layout.basic_sizes:
+            if rest == 0:
+                break
+            if rest < basic:
+                return UNDEFINED
+            rest -= basic
+            elements += 1
+        return elements
+
+
+#: Longest name a datatype keeps, terminator included (``MPI_MAX_OBJECT_NAME``).
+MAX_NAME: Final = 64
