@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import signal
 import subprocess
@@ -123,5 +124,11 @@ class LocalLauncher(PlmModule):
         except PermissionError as error:
             raise LaunchError(f"cannot start rank {placement.rank}: {error}", 126) from None
         except OSError as error:
+            if error.errno == errno.ENOEXEC:
+                raise LaunchError(
+                    f"cannot start rank {placement.rank}: '{argv[0]}' is not a program this "
+                    f"system can execute (a script needs a '#!' line)",
+                    126,
+                ) from None
             raise LaunchError(f"cannot start rank {placement.rank}: {error}") from None
         return LocalRank(placement.rank, popen)
