@@ -1,0 +1,177 @@
+"""The ``tcp`` component: finds the interfaces to use and makes one module (or more) per interface.
+
+``query`` discovers the IPv4 interfaces that are up, applies ``btl_tcp_if_include`` or
+``btl_tcp_if_exclude`` (default: every one, loopback included), creates ``btl_tcp_links`` modules
+per interface, each with its own listening socket, and puts the contact card (every module's
+address and port, in module order) into the modex.  Committing and fencing the modex is the
+caller's job, after every component has published.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ompy.opal.mca import Offer
+from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefaults
+from ompy.opal.mca.params import ParamError, ParamType
+from ompy.opal.modex import ModexError
+
+from . import __version__, wire
+from .interfaces import discover_interfaces, select_interfaces
+from .module import TcpModule
+from .poller import Poller
+
+
+class TcpComponent(BtlComponent):
+    """TCP sockets between processes on any nodes; one module per selected interface and link."""
+
+    name = "tcp"
+    version = __version__
+    description = "TCP sockets, one module per network interface"
+    default_priority = 10
+    module_defaults = ModuleDefaults(
+        eager_limit=64 * 1024,
+        max_send_size=128 * 1024,
+        rdma_pipeline_send_length=128 * 1024,
+        rdma_pipeline_frag_size=1 << 30,
+        min_rdma_pipeline_size=0,
+        exclusivity=100,
+        latency=100,
+        bandwidth=10_000,
+    )
+
+    def register_params(self) -> None:
+        super().register_params()
+        self.register_param(
+            "if_include",
+            ParamType.LIST,
+            (),
+            "Interfaces to use: names (eth0) or IPv4 networks (10.0.0.0/8); empty means all "
+            "that are up (loopback included). Mutually exclusive with btl_tcp_if_exclude",
+            level=1,
+        )
+        self.register_param(
+            "if_exclude",
+            ParamType.LIST,
+            (),
+            "Interfaces not to use: names or IPv4 networks. Mutually exclusive with "
+            "btl_tcp_if_include",
+            level=1,
+        )
+        self.register_param(
+            "links",
+            ParamType.INT,
+            1,
+            "Modules (connections) per interface; more than one lets the BML stripe large "
+            "messages over several sockets",
+            level=4,
+            minimum=1,
+            maximum=16,
+        )
+        self.register_param(
+            "sndbuf",
+            ParamType.INT,
+            0,
+            "Socket send buffer size in bytes (0: the OS default)",
+            level=4,
+            minimum=0,
+        )
+        self.register_param(
+            "rcvbuf",
+            ParamType.INT,
+            0,
+            "Socket receive buffer size in bytes (0: the OS default)",
+            level=4,
+            minimum=0,
+        )
+        self.register_param(
+            "free_list_max",
+            ParamType.INT,
+            1024,
+            "Most descriptors of each size a module has in use at once",
+            level=9,
+            minimum=1,
+        )
+        self.register_param(
+            "finalize_timeout",
+            ParamType.FLOAT,
+            5.0,
+            "Seconds finalize waits for peers to close their side of each connection",
+            level=7,
+            minimum=0,
+        )
+
+    def open(self) -> None:
+        self.poller: Poller | None = None
+        self.modules: list[TcpModule] = []
+        self._cards: dict[int, list[wire.ContactAddress] | None] = {}
+        self._modex = None
+        try:
+            self.verbose = self.registry.get("btl_base_verbose") >= 20
+        except ParamError:
+            self.verbose = False
+
+    def say(self, message: str) -> None:
+        print(f"[{os.getpid()}] btl tcp: {message}", file=sys.stderr, flush=True)
+
+    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+        interfaces = select_interfaces(
+            discover_interfaces(),
+            self.param("if_include"),
+            self.param("if_exclude"),
+        )
+        if not interfaces:
+            if self.verbose:
+                self.say("no usable interface after btl_tcp_if_include/if_exclude")
+            return None
+        attributes = self.module_attributes()
+        self._modex = context.modex
+        self.poller = poller = Poller(context.progress)
+        self.progress = poller.poll  # bound once: this is what the progress engine calls
+        links = self.param("links")
+        counters = {True: 0, False: 0}
+        modules = []
+        for interface in interfaces:
+            for link in range(links):
+                kind_index = counters[interface.loopback]
+                counters[interface.loopback] += 1
+                modules.append(
+                    TcpModule(
+                        self,
+                        attributes,
+                        interface=interface,
+                        link=link,
+                        kind_index=kind_index,
+                        me=context.proc,
+                        secret=context.secret,
+                        poller=poller,
+                        cards=self.card,
+                        sndbuf=self.param("sndbuf"),
+                        rcvbuf=self.param("rcvbuf"),
+                        free_list_max=self.param("free_list_max"),
+                        finalize_timeout=self.param("finalize_timeout"),
+                    )
+                )
+        self.modules = modules
+        context.modex.put(wire.MODEX_KEY, wire.encode_card([m.contact for m in modules]))
+        return Offer(self.priority, list(modules))
+
+    def card(self, rank: int) -> list[wire.ContactAddress] | None:
+        """A peer's contact card from the modex (cached), or None if it published none."""
+        if rank not in self._cards:
+            try:
+                raw = self._modex.get(rank, wire.MODEX_KEY)
+            except ModexError:
+                self._cards[rank] = None
+            else:
+                self._cards[rank] = wire.decode_card(raw, rank=rank)
+        return self._cards[rank]
+
+    def progress(self) -> int:
+        return 0  # replaced by the poller's poll once query made modules
+
+    def close(self) -> None:
+        if self.poller is not None:
+            self.poller.close()
+            self.poller = None

@@ -1,0 +1,420 @@
+"""One TCP connection: the handshake state machine, then framed reads and queued gather writes.
+
+Reading: frames are parsed out of a per-connection receive buffer, so one ``recv_into`` may
+deliver many small frames; each payload goes to the tag's callback as a view into that buffer.
+A frame too large for the buffer is read straight into a target buffer kept by the connection
+(grown once, then reused) and delivered whole.
+
+Writing: the endpoint's queue holds ``[buffers, descriptor]`` entries; :meth:`Connection.flush`
+sends as many of them as the socket takes with one ``sendmsg`` (header and payload segments
+gathered), keeps the unsent rest in order, and asks for write readiness until the queue drains.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import os
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from ompy.opal.mca.btl import BtlPeerError, DescriptorFlags
+
+from . import wire
+from .poller import READ, READABLE, WRITE
+
+if TYPE_CHECKING:
+    from .module import TcpEndpoint, TcpModule
+
+_FRAME_UNPACK = wire.FRAME.unpack_from
+_FRAME_SIZE = wire.FRAME_SIZE
+_KIND_DATA = wire.KIND_DATA
+_OWNERSHIP = DescriptorFlags.OWNERSHIP
+_MAX_IOV = 512
+
+# Handshake states.
+CONNECTING, AWAIT_CHALLENGE, AWAIT_VERDICT, AWAIT_HELLO, AWAIT_RESPONSE, OPEN, CLOSED = range(7)
+
+
+class Connection:
+    """A socket to one peer, outgoing (we connected) or incoming (we accepted)."""
+
+    def __init__(
+        self,
+        module: TcpModule,
+        sock: socket.socket,
+        *,
+        endpoint: TcpEndpoint | None = None,
+        receive_buffer: int = 256 * 1024,
+    ) -> None:
+        self.module = module
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.outgoing = endpoint is not None
+        self.endpoint = endpoint
+        self.peer_rank = endpoint.proc.rank if endpoint is not None else -1
+        self.peer_address = ""
+        self.state = CONNECTING if self.outgoing else AWAIT_HELLO
+        self.bye_received = False
+        self.writing = False
+        self._handshake = bytearray()
+        self._need = wire.HELLO.size
+        self._hello = b""
+        self._challenge = b""
+        self.rbuf = bytearray(receive_buffer)
+        self.rview = memoryview(self.rbuf)
+        self.start = 0
+        self.end = 0
+        self.big: memoryview | None = None
+        self._big_buffer = bytearray(0)
+        self.big_length = 0
+        self.big_filled = 0
+        self.big_tag = 0
+
+    # -- handshake --------------------------------------------------------------------------
+
+    def connect(self, address: tuple[str, int]) -> None:
+        """Start a non-blocking connect; the handshake continues when the socket is writable."""
+        self.peer_address = f"{address[0]}:{address[1]}"
+        code = self.sock.connect_ex(address)
+        if code not in (0, errno.EINPROGRESS, errno.EAGAIN):
+            raise OSError(code, os.strerror(code))
+        self.module.poller.add(self.fd, WRITE, self._on_connected)
+
+    def accepted(self) -> None:
+        self.module.poller.add(self.fd, READ, self._on_handshake)
+
+    def _on_connected(self, _mask: int) -> int:
+        code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self.fail(f"cannot connect to {self.peer_address}: {os.strerror(code)}", handshake=True)
+            return 1
+        module = self.module
+        self._hello = wire.HELLO.pack(wire.MAGIC, os.urandom(16), module.me.rank, module.link)
+        self._send_small(self._hello)
+        self.state = AWAIT_CHALLENGE
+        self._need = wire.CHALLENGE_SIZE
+        module.poller.modify(self.fd, READ, self._on_handshake)
+        return 1
+
+    def _send_small(self, data: bytes) -> None:
+        # Handshake messages are tens of bytes on a fresh socket: they always fit at once.
+        if self.sock.send(data) != len(data):
+            raise OSError(errno.EAGAIN, "the handshake message did not fit in the socket buffer")
+
+    def _on_handshake(self, _mask: int) -> int:
+        try:
+            chunk = self.sock.recv(self._need - len(self._handshake))
+        except BlockingIOError:
+            return 0
+        except OSError as error:
+            self.fail(f"connection to {self._who()} failed during the handshake: {error}", True)
+            return 1
+        if not chunk:
+            self.fail(
+                f"{self._who()} closed the connection during the handshake (a process of "
+                "another job, or one that does not share this job's secret?)",
+                handshake=True,
+            )
+            return 1
+        self._handshake += chunk
+        if len(self._handshake) < self._need:
+            return 1
+        message = bytes(self._handshake)
+        self._handshake.clear()
+        try:
+            self._advance(message)
+        except (wire.HandshakeError, OSError) as error:
+            self.fail(str(error), handshake=True)
+        return 1
+
+    def _advance(self, message: bytes) -> None:
+        module = self.module
+        secret = module.secret
+        if self.state == AWAIT_HELLO:
+            _nonce, rank, _link = wire.parse_hello(message)
+            self._hello = message
+            self.peer_rank = rank
+            body = wire.CHALLENGE_BODY.pack(os.urandom(16), module.me.rank)
+            self._challenge = body + wire.mac(secret, b"acceptor", message, body)
+            self._send_small(self._challenge)
+            self.state = AWAIT_RESPONSE
+            self._need = wire.RESPONSE_SIZE
+        elif self.state == AWAIT_CHALLENGE:
+            body, proof = message[: wire.CHALLENGE_BODY.size], message[wire.CHALLENGE_BODY.size :]
+            if not hmac.compare_digest(proof, wire.mac(secret, b"acceptor", self._hello, body)):
+                raise wire.HandshakeError(
+                    f"the process listening at {self.peer_address} did not prove knowledge of "
+                    f"the job secret; it is not rank {self.peer_rank} of this job"
+                )
+            _nonce, rank = wire.CHALLENGE_BODY.unpack(body)
+            if rank != self.peer_rank:
+                raise wire.HandshakeError(
+                    f"{self.peer_address} answered as rank {rank}, but rank {self.peer_rank} "
+                    "published that address"
+                )
+            self._send_small(wire.mac(secret, b"connector", self._hello, message))
+            self.state = AWAIT_VERDICT
+            self._need = wire.VERDICT.size
+        elif self.state == AWAIT_RESPONSE:
+            expected = wire.mac(secret, b"connector", self._hello, self._challenge)
+            if not hmac.compare_digest(message, expected):
+                module.rejected += 1
+                raise wire.HandshakeError(
+                    f"a connection claiming to be rank {self.peer_rank} did not prove knowledge "
+                    "of the job secret; it was refused"
+                )
+            accept = module.incoming_verified(self)
+            verdict = wire.VERDICT_ACCEPT if accept else wire.VERDICT_DUPLICATE
+            self._send_small(wire.VERDICT.pack(verdict))
+            if accept:
+                self.open()
+                if self.endpoint is not None and self.endpoint.queue:
+                    self.flush()
+            else:
+                self.close()
+        elif self.state == AWAIT_VERDICT:
+            (verdict,) = wire.VERDICT.unpack(message)
+            if verdict == wire.VERDICT_ACCEPT:
+                self.open()
+                module.outgoing_accepted(self)
+            elif verdict == wire.VERDICT_DUPLICATE:
+                self.close()
+                module.outgoing_refused(self)
+            else:
+                raise wire.HandshakeError(f"{self._who()} sent an unknown verdict {verdict}")
+
+    def _who(self) -> str:
+        if self.peer_rank >= 0:
+            return f"rank {self.peer_rank}" + (
+                f" at {self.peer_address}" if self.peer_address else ""
+            )
+        return "a connecting process"
+
+    def open(self) -> None:
+        """The handshake is done: from now on the socket carries frames."""
+        self.state = OPEN
+        self.module.poller.modify(self.fd, READ, self._on_event)
+
+    # -- established ------------------------------------------------------------------------
+
+    def _on_event(self, mask: int) -> int:
+        events = 0
+        if mask & WRITE:
+            self.flush()
+            events = 1
+        if mask & READABLE and self.state == OPEN:
+            events += self.receive()
+        return events
+
+    def receive(self) -> int:
+        """Read what the socket has and deliver every complete frame."""
+        if self.big is not None:
+            return self._receive_big()
+        try:
+            count = self.sock.recv_into(self.rview[self.end :])
+        except BlockingIOError:
+            return 0
+        except OSError as error:
+            self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
+            return 1
+        if not count:
+            self._eof()
+            return 1
+        self.end += count
+        return self._parse()
+
+    def _parse(self) -> int:
+        rbuf = self.rbuf
+        rview = self.rview
+        start = self.start
+        end = self.end
+        module = self.module
+        callbacks = module.callbacks
+        delivered = 0
+        while end - start >= _FRAME_SIZE:
+            length, kind, tag = _FRAME_UNPACK(rbuf, start)
+            total = _FRAME_SIZE + length
+            if end - start < total:
+                if total > len(rbuf):
+                    self._start_big(length, tag, start, end)
+                    return delivered + self._receive_big()
+                if start + total > len(rbuf):  # make room: move the partial frame to the front
+                    rview[: end - start] = rview[start:end]
+                    end -= start
+                    start = 0
+                break
+            if kind == _KIND_DATA:
+                callback = callbacks[tag]
+                if callback is None:
+                    module.no_callback(tag)
+                # Positions are saved first: the callback may re-enter (sends, not progress).
+                self.start = start + total
+                self.end = end
+                callback(module, tag, rview[start + _FRAME_SIZE : start + total])
+            else:
+                self.bye_received = True
+            start += total
+            delivered += 1
+        if start == end:
+            start = end = 0
+        elif start + _FRAME_SIZE > len(rbuf):  # a partial header at the very end: move it
+            rview[: end - start] = rview[start:end]
+            end -= start
+            start = 0
+        self.start = start
+        self.end = end
+        return delivered
+
+    def _start_big(self, length: int, tag: int, start: int, end: int) -> None:
+        if len(self._big_buffer) < length:
+            self._big_buffer = bytearray(length)
+        big = memoryview(self._big_buffer)
+        have = end - start - _FRAME_SIZE
+        big[:have] = self.rview[start + _FRAME_SIZE : end]
+        self.big = big
+        self.big_length = length
+        self.big_filled = have
+        self.big_tag = tag
+        self.start = self.end = 0
+
+    def _receive_big(self) -> int:
+        big = self.big
+        length = self.big_length
+        filled = self.big_filled
+        recv_into = self.sock.recv_into
+        try:
+            while filled < length:
+                count = recv_into(big[filled:length])
+                if not count:
+                    self.big_filled = filled
+                    self._eof()
+                    return 1
+                filled += count
+        except BlockingIOError:
+            self.big_filled = filled
+            return 0
+        except OSError as error:
+            self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
+            return 1
+        self.big = None
+        self.big_filled = 0
+        module = self.module
+        tag = self.big_tag
+        callback = module.callbacks[tag]
+        if callback is None:
+            module.no_callback(tag)
+        callback(module, tag, big[:length])
+        return 1
+
+    def _eof(self) -> None:
+        if self.bye_received and self.big is None and self.start == self.end:
+            self.close()
+            self.module.connection_closed(self)
+        else:
+            self.lost(
+                f"rank {self.peer_rank} closed its connection to {self.module.name} without "
+                "finalizing (did the process die?)"
+            )
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Send queued entries, in order, until the queue is empty or the socket is full."""
+        queue = self.endpoint.queue
+        sendmsg = self.sock.sendmsg
+        module = self.module
+        while queue:
+            iov: list = []
+            for entry in queue:
+                iov.extend(entry[0])
+                if len(iov) >= _MAX_IOV:
+                    break
+            try:
+                sent = sendmsg(iov)
+            except BlockingIOError:
+                sent = 0
+            except OSError as error:
+                self.lost(f"sending to rank {self.peer_rank} failed: {error}")
+                return
+            wanted = sum(len(buffer) for buffer in iov)
+            partial = sent < wanted
+            while sent:
+                entry = queue[0]
+                buffers = entry[0]
+                while buffers and sent:
+                    size = len(buffers[0])
+                    if sent >= size:
+                        sent -= size
+                        del buffers[0]
+                    else:
+                        buffers[0] = memoryview(buffers[0])[sent:]
+                        sent = 0
+                if not buffers:
+                    queue.popleft()
+                    module.completed(self.endpoint, entry[1])
+            if partial:  # the socket is full: wait until it drains
+                break
+        self.want_write(bool(queue))
+
+    def want_write(self, wanted: bool = True) -> None:
+        if wanted != self.writing and self.state == OPEN:
+            self.writing = wanted
+            self.module.poller.modify(self.fd, READ | WRITE if wanted else READ)
+
+    # -- endings ----------------------------------------------------------------------------
+
+    def fail(self, reason: str, handshake: bool = False) -> None:
+        """The handshake failed or was refused."""
+        self.close()
+        self.module.connection_failed(self, BtlPeerError(f"tcp {self.module.name}: {reason}"))
+
+    def lost(self, reason: str) -> None:
+        """An open connection broke."""
+        self.close()
+        self.module.connection_lost(self, BtlPeerError(f"tcp {self.module.name}: {reason}"))
+
+    def close(self) -> None:
+        if self.state == CLOSED:
+            return
+        self.state = CLOSED
+        self.module.poller.remove(self.fd)
+        self.sock.close()
+
+    def say_goodbye(self) -> None:
+        """Flush what is queued, send BYE and stop writing (blocking, bounded by a timeout)."""
+        if self.state != OPEN:
+            self.close()
+            return
+        self.module.poller.remove(self.fd)
+        sock = self.sock
+        sock.settimeout(self.module.finalize_timeout)
+        try:
+            if self.endpoint is not None:
+                queue = self.endpoint.queue
+                while queue:
+                    buffers, descriptor = queue.popleft()
+                    for buffer in buffers:
+                        sock.sendall(buffer)
+                    self.module.completed(self.endpoint, descriptor)
+            sock.sendall(wire.FRAME.pack(0, wire.KIND_BYE, 0))
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.state = CLOSED
+            sock.close()
+
+    def drain_until_eof(self, deadline: float) -> None:
+        """Read (and drop) until the peer closes too, so closing cannot reset unread data."""
+        if self.state == CLOSED:
+            return
+        sock = self.sock
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                sock.settimeout(left)
+                if not sock.recv(65536):
+                    break
+        except OSError:
+            pass
+        self.state = CLOSED
+        sock.close()

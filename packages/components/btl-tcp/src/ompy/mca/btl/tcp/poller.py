@@ -1,0 +1,84 @@
+"""One readiness poller per process for all tcp sockets, polled by the progress engine.
+
+On Linux it is an ``epoll`` object whose own file descriptor becomes readable when any socket is
+ready, so the progress engine sleeps on that single fd.  Elsewhere it falls back to ``poll`` and
+registers every socket with the engine instead.  ``poll()`` is the component's progress function:
+it never blocks, and ignores nested calls (a receive callback that waits would otherwise re-enter
+a half-parsed connection).
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Callable
+
+from ompy.opal.progress import ProgressEngine
+
+READ = select.POLLIN
+WRITE = select.POLLOUT
+#: Events that mean "go and read": data, hang-up or error all surface through recv.
+READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
+
+Handler = Callable[[int], int]
+
+
+class Poller:
+    """Sockets, their current handler, and the non-blocking poll that dispatches to them."""
+
+    def __init__(self, engine: ProgressEngine) -> None:
+        self.engine = engine
+        self.handlers: dict[int, Handler] = {}
+        epoll = getattr(select, "epoll", None)
+        if epoll is not None:
+            self._poller = epoll()
+            self._epoll = True
+            engine.register_fd(self._poller.fileno())
+        else:  # pragma: no cover - non-Linux
+            self._poller = select.poll()
+            self._epoll = False
+        self._poll = self._poller.poll
+        self._busy = False
+
+    def add(self, fd: int, events: int, handler: Handler) -> None:
+        self.handlers[fd] = handler
+        self._poller.register(fd, events)
+        if not self._epoll:  # pragma: no cover - non-Linux
+            self.engine.register_fd(fd)
+
+    def modify(self, fd: int, events: int, handler: Handler | None = None) -> None:
+        if handler is not None:
+            self.handlers[fd] = handler
+        self._poller.modify(fd, events)
+
+    def remove(self, fd: int) -> None:
+        if self.handlers.pop(fd, None) is None:
+            return
+        self._poller.unregister(fd)
+        if not self._epoll:  # pragma: no cover - non-Linux
+            self.engine.unregister_fd(fd)
+
+    def poll(self) -> int:
+        """Handle every ready socket once; the number of events handled."""
+        if self._busy:
+            return 0
+        ready = self._poll(0)
+        if not ready:
+            return 0
+        self._busy = True
+        try:
+            handlers = self.handlers
+            events = 0
+            for fd, mask in ready:
+                handler = handlers.get(fd)
+                if handler is not None:
+                    events += handler(mask)
+            return events
+        finally:
+            self._busy = False
+
+    def close(self) -> None:
+        for fd in list(self.handlers):
+            self.remove(fd)
+        if self._epoll:
+            self.engine.unregister_fd(self._poller.fileno())
+            self._poller.close()
