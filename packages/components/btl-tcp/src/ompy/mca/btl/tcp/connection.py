@@ -160,7 +160,6 @@ class Connection:
         elif self.state == AWAIT_RESPONSE:
             expected = wire.mac(secret, b"connector", self._hello, self._challenge)
             if not hmac.compare_digest(message, expected):
-                module.rejected += 1
                 raise wire.HandshakeError(
                     f"a connection claiming to be rank {self.peer_rank} did not prove knowledge "
                     "of the job secret; it was refused"

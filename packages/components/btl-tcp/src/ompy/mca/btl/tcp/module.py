@@ -88,7 +88,7 @@ class TcpModule(BtlModule):
         self.sndbuf = sndbuf
         self.rcvbuf = rcvbuf
         self.finalize_timeout = finalize_timeout
-        self.rejected = 0  # connections refused for not proving the job secret
+        self.rejected = 0  # incoming connections that failed the handshake (strangers)
         self.receive_buffer = max(256 * 1024, 2 * (self.eager_limit + _FRAME_SIZE))
         self.setup_free_lists(initial=8, maximum=free_list_max)
         self.endpoints: dict[int, TcpEndpoint] = {}
@@ -332,8 +332,10 @@ class TcpModule(BtlModule):
         if conn.outgoing and endpoint is not None and endpoint.pending is conn:
             endpoint.pending = None
             self._fail_endpoint(endpoint, error)
-        elif self.component.verbose:
-            self.component.say(f"{self.name}: refused an incoming connection: {error}")
+        else:
+            self.rejected += 1
+            if self.component.verbose:
+                self.component.say(f"{self.name}: refused an incoming connection: {error}")
 
     def connection_lost(self, conn: Connection, error: BtlPeerError) -> None:
         self.connections.discard(conn)
