@@ -120,7 +120,11 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     ``readonly=False`` is for receive buffers, which must be writable.  ``in_place=True``
     admits ``MPI.IN_PLACE`` (the send buffer of a collective).
     """
-    if msg is IN_PLACE:
+    if type(msg) is np.ndarray:  # the common case, kept short: a whole contiguous array
+        spec = _whole_array(msg, readonly)
+        if spec is not None:
+            return spec
+    elif msg is IN_PLACE:
         if not in_place:
             raise TypeError(
                 "message: MPI.IN_PLACE is only valid as the send buffer of a collective operation"
@@ -264,6 +268,22 @@ def datatype_of_dtype(dtype: np.dtype) -> Datatype:
             )
         )
     return datatype
+
+
+def _whole_array(array: np.ndarray, readonly: bool) -> BufferSpec | None:
+    """A whole C-contiguous array of a basic native dtype; None sends it the long way."""
+    dtype = array.dtype
+    datatype = TYPECHARS.get(dtype.char)
+    if datatype is None or not dtype.isnative:
+        return None
+    flags = array.flags
+    if not flags.c_contiguous or not (readonly or flags.writeable):
+        return None
+    try:
+        view = memoryview(array).cast("B")
+    except TypeError:  # formats cast() refuses, such as complex 'Zd'
+        return None
+    return BufferSpec(view, view.nbytes // datatype.layout.extent, datatype, view)
 
 
 # -- helpers ------------------------------------------------------------------------------------
