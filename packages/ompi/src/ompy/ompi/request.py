@@ -1,0 +1,72 @@
+"""The request core: completion state shared by the PML, collectives and the MPI API.
+
+Engines (the PML, a collective schedule, a generalized request) create a :class:`CoreRequest`
+subclass, fill in the status fields and call :meth:`CoreRequest.finish` once the operation is
+done.  The public ``MPI.Request`` objects wrap these: waiting is the API layer's loop over the
+progress engine until ``complete`` is true, so the hot path is one attribute read per pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .constants import ANY_SOURCE, ANY_TAG
+
+#: ``callback(request)`` run once when a request completes (e.g. to start the next step).
+CompletionCallback = Callable[["CoreRequest"], None]
+
+
+class CoreRequest:
+    """One operation in flight.
+
+    ``source``, ``tag`` and ``count`` (bytes moved) become the ``Status`` of a receive; ``error``
+    is an MPI error class (0 for success) and ``exception`` the detailed error to raise, if any.
+    """
+
+    __slots__ = (
+        "cancelled",
+        "complete",
+        "count",
+        "error",
+        "exception",
+        "on_complete",
+        "source",
+        "tag",
+    )
+
+    def __init__(self) -> None:
+        self.complete = False
+        self.cancelled = False
+        self.source = ANY_SOURCE
+        self.tag = ANY_TAG
+        self.count = 0
+        self.error = 0
+        self.exception: BaseException | None = None
+        self.on_complete: CompletionCallback | None = None
+
+    def finish(self) -> None:
+        """Mark the operation done and run its completion callback, once."""
+        if self.complete:
+            return
+        self.complete = True
+        callback = self.on_complete
+        if callback is not None:
+            self.on_complete = None
+            callback(self)
+
+    def fail(self, error_class: int, exception: BaseException) -> None:
+        """Complete with an error that waiting on the request will raise."""
+        self.error = error_class
+        self.exception = exception
+        self.finish()
+
+    def cancel(self) -> None:
+        """Ask to cancel; an engine that can cancel overrides this (then sets ``cancelled``).
+
+        The default does nothing: MPI allows a cancel to fail, and the request then completes
+        normally (``Status.Is_cancelled()`` is false).
+        """
+
+    def __repr__(self) -> str:
+        state = "complete" if self.complete else "pending"
+        return f"<{type(self).__name__} {state} source={self.source} tag={self.tag}>"
