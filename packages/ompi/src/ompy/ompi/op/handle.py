@@ -1,0 +1,249 @@
+"""``MPI.Op``: reduction operations, predefined and user-defined, as mpi4py exposes them.
+
+Semantics every caller relies on: ``Reduce_local(inbuf, inoutbuf)`` leaves ``inbuf op inoutbuf``
+in ``inoutbuf``, elementwise.  The collectives use exactly this step (through
+:func:`ompy.ompi.mca.op.base.kernel`) with ``inbuf`` holding the contribution of the lower
+ranks, so a non-commutative operation reduces in rank order, ``x0 op x1 op ... op xn-1``, as MPI
+requires.  Objects fold the same way: ``op(x, y)`` with ``x`` from the lower ranks.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..datatype.buffer import parse_buffer
+from ..errors import ERR_OP
+from ..errors import Exception as MPIException
+from ..mca.op import Intrinsic
+from ..mca.op.base import forget, kernel
+from .objects import OBJECT_FUNCTIONS
+from .operation import Operation, lookup, register, unregister
+
+
+class Op:
+    """Reduction operation."""
+
+    __slots__ = ("_impl",)
+
+    def __init__(self, op: Op | None = None) -> None:
+        if op is None:
+            self._impl: Operation | None = None
+        elif isinstance(op, Op):
+            self._impl = op._impl
+        else:
+            raise TypeError(f"Op() takes an Op to refer to, not {type(op).__name__}")
+
+    @classmethod
+    def _of(cls, operation: Operation | None) -> Op:
+        handle = cls.__new__(cls)
+        handle._impl = operation
+        return handle
+
+    # -- handle semantics ---------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Op):
+            return NotImplemented
+        return self._impl is other._impl
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, Op):
+            return NotImplemented
+        return self._impl is not other._impl
+
+    def __hash__(self) -> int:
+        return id(self._impl)
+
+    def __bool__(self) -> bool:
+        return self._impl is not None
+
+    def __repr__(self) -> str:
+        operation = self._impl
+        if operation is None:
+            return "<Op OP_NULL>"
+        if operation.intrinsic is not None:
+            return f"<Op {operation.name}>"
+        return f"<Op user-defined {operation.name}{' (freed)' if operation.freed else ''}>"
+
+    def __reduce__(self):
+        operation = self._impl
+        if operation is None:
+            return (Op, ())
+        if operation.intrinsic is not None:
+            return (predefined, (operation.name,))
+        raise ValueError(
+            f"cannot serialize the user-defined operation {operation.name}: its function lives "
+            "in this process only; send the function and call Op.Create on the other side"
+        )
+
+    def __call__(self, x: Any, y: Any) -> Any:
+        """Call self as a function: the operation on Python objects (``x`` op ``y``)."""
+        operation = self._impl
+        if operation is None:
+            raise ValueError("cannot call OP_NULL (a null or freed operation)")
+        if operation.freed:
+            raise ValueError(f"cannot call the freed operation {operation.name}")
+        return operation.call(x, y)
+
+    # -- creation and destruction -----------------------------------------------------------------
+
+    @classmethod
+    def Create(cls, function: Callable[[Any, Any, Any], Any], commute: bool = False) -> Op:
+        """Create a user-defined reduction operation.
+
+        ``function(inmem, inoutmem, datatype)`` must store ``inmem op inoutmem`` into
+        ``inoutmem``.  For buffers, ``inmem`` and ``inoutmem`` are flat byte memoryviews of the
+        elements (view them with ``numpy.frombuffer(inoutmem, dtype)``) and ``datatype`` is their
+        ``MPI.Datatype``; mpi4py passes ``mpi4py.MPI.buffer`` objects, which behave alike.  On
+        Python objects (``op(x, y)``, the lowercase reductions) it is called as
+        ``function(x, y, None)`` and must return the result.  ``commute=False`` promises the
+        reduction order ``x0 op x1 op ... op xn-1`` by rank.
+        """
+        if not callable(function):
+            raise TypeError(
+                f"Op.Create needs a callable function(inmem, inoutmem, datatype), "
+                f"not {type(function).__name__}"
+            )
+        name = getattr(function, "__qualname__", None) or type(function).__name__
+
+        def call(x: Any, y: Any) -> Any:
+            return function(x, y, None)
+
+        operation = Operation(name, None, function, bool(commute), call)
+        return cls._of(register(operation))
+
+    def Free(self) -> None:
+        """Free a user-defined operation; the handle becomes ``OP_NULL``."""
+        operation = self._impl
+        if operation is None:
+            raise MPIException(ERR_OP, "cannot free OP_NULL (a null or already freed operation)")
+        if operation.intrinsic is not None:
+            raise MPIException(
+                ERR_OP, f"MPI.{operation.name} is a predefined operation and cannot be freed"
+            )
+        if not operation.freed:
+            operation.freed = True
+            forget(operation)
+            unregister(operation)
+        self._impl = None
+
+    def free(self) -> None:
+        """Call ``Free`` if not null or predefined."""
+        operation = self._impl
+        if operation is not None and operation.intrinsic is None:
+            self.Free()
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def Is_commutative(self) -> bool:
+        """Query reduction operations for their commutativity."""
+        operation = self._impl
+        if operation is None:
+            raise MPIException(ERR_OP, "Is_commutative on OP_NULL (a null or freed operation)")
+        return operation.commute
+
+    @property
+    def is_commutative(self) -> bool:
+        """Is a commutative operation."""
+        return self.Is_commutative()
+
+    @property
+    def is_predefined(self) -> bool:
+        """Is a predefined operation."""
+        operation = self._impl
+        return operation is None or operation.intrinsic is not None
+
+    # -- process-local reduction --------------------------------------------------------------
+
+    def Reduce_local(self, inbuf: Any, inoutbuf: Any) -> None:
+        """Apply a reduction operation to local data: ``inoutbuf = inbuf op inoutbuf``."""
+        source = parse_buffer(inbuf)
+        target = parse_buffer(inoutbuf, readonly=False)
+        if source.count != target.count:
+            raise ValueError(
+                f"mismatch in inbuf count {source.count} and inoutbuf count {target.count}"
+            )
+        if source.datatype != target.datatype:
+            raise ValueError(
+                f"mismatch in inbuf and inoutbuf MPI datatypes ({source.datatype.Get_name()} "
+                f"and {target.datatype.Get_name()})"
+            )
+        kernel(self, target.datatype)(source.view, target.view, target.count)
+
+    # -- handles --------------------------------------------------------------------------------
+
+    def py2f(self) -> int:
+        """The Fortran handle (Open MPI's numbering: ``MPI_SUM`` is 3, ``OP_NULL`` is 0)."""
+        operation = self._impl
+        return 0 if operation is None else operation.index
+
+    @classmethod
+    def f2py(cls, arg: int) -> Op:
+        """The operation with Fortran handle ``arg``; ``OP_NULL`` when there is none."""
+        return cls._of(lookup(operator.index(arg)))
+
+    @property
+    def handle(self) -> int:
+        """The handle (an ompy operation is known by its Fortran handle)."""
+        return self.py2f()
+
+    @classmethod
+    def fromhandle(cls, handle: int) -> Op:
+        """The operation with this handle."""
+        return cls.f2py(handle)
+
+
+def _predefined(intrinsic: Intrinsic) -> Op:
+    operation = Operation(intrinsic.name, intrinsic, None, True, OBJECT_FUNCTIONS[intrinsic])
+    return Op._of(register(operation, int(intrinsic)))
+
+
+OP_NULL: Final = Op()
+MAX: Final = _predefined(Intrinsic.MAX)
+MIN: Final = _predefined(Intrinsic.MIN)
+SUM: Final = _predefined(Intrinsic.SUM)
+PROD: Final = _predefined(Intrinsic.PROD)
+LAND: Final = _predefined(Intrinsic.LAND)
+BAND: Final = _predefined(Intrinsic.BAND)
+LOR: Final = _predefined(Intrinsic.LOR)
+BOR: Final = _predefined(Intrinsic.BOR)
+LXOR: Final = _predefined(Intrinsic.LXOR)
+BXOR: Final = _predefined(Intrinsic.BXOR)
+MAXLOC: Final = _predefined(Intrinsic.MAXLOC)
+MINLOC: Final = _predefined(Intrinsic.MINLOC)
+REPLACE: Final = _predefined(Intrinsic.REPLACE)
+NO_OP: Final = _predefined(Intrinsic.NO_OP)
+
+#: Every predefined operation by its name in ``MPI`` (``OP_NULL`` included).
+PREDEFINED: Final[dict[str, Op]] = {
+    "OP_NULL": OP_NULL,
+    **{
+        op._impl.name: op
+        for op in (
+            MAX,
+            MIN,
+            SUM,
+            PROD,
+            LAND,
+            BAND,
+            LOR,
+            BOR,
+            LXOR,
+            BXOR,
+            MAXLOC,
+            MINLOC,
+            REPLACE,
+            NO_OP,
+        )
+    },
+}
+
+
+def predefined(name: str) -> Op:
+    """The predefined operation called ``name`` in ``MPI`` (what pickled operations refer to)."""
+    try:
+        return PREDEFINED[name]
+    except KeyError:
+        raise ValueError(f"no predefined MPI operation is called {name!r}") from None
