@@ -31,11 +31,18 @@ class Layer:
     ENTRY_POINT_GROUP = "ompy.layers"
 
 
+def _register_params(registry: Registry) -> None:
+    from .progress import register_params as register_progress_params
+
+    register_progress_params(registry)
+
+
 layer = Layer(
     "opal",
     "ompy-opal",
     __version__,
     "portability layer: MCA core, parameters, shared memory, byte transfer interface",
+    register_params=_register_params,
 )
 
 
