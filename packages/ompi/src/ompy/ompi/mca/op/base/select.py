@@ -66,7 +66,7 @@ def kernel(op: OpHandle, datatype: Datatype) -> Kernel:
     """
     try:  # the attributes are read directly: this is the hot path of every reduction
         return _kernels[op._impl, datatype._layout]
-    except KeyError:
+    except (KeyError, AttributeError):
         return _resolve(op, datatype, accumulate=False)
 
 
@@ -74,7 +74,7 @@ def accumulate_kernel(op: OpHandle, datatype: Datatype) -> Kernel:
     """Like :func:`kernel`, for one-sided accumulate operations (REPLACE and NO_OP allowed)."""
     try:
         return _accumulate_kernels[op._impl, datatype._layout]
-    except KeyError:
+    except (KeyError, AttributeError):
         return _resolve(op, datatype, accumulate=True)
 
 
@@ -82,8 +82,10 @@ def intrinsic_kernel(op: Intrinsic, datatype: Datatype, *, accumulate: bool = Fa
     """The kernel of a predefined operation named by its :class:`Intrinsic` (e.g. off the wire)."""
     try:
         return _intrinsic_kernels[op, datatype._layout, accumulate]
-    except KeyError:
+    except (KeyError, AttributeError):
         pass
+    if not isinstance(datatype, Datatype):
+        raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
     check(op, datatype, accumulate=accumulate)
     for _component, module in modules():
         found = module.kernel(op, datatype)
@@ -97,6 +99,8 @@ def _resolve(op: OpHandle, datatype: Datatype, *, accumulate: bool) -> Kernel:
     operation = getattr(op, "_impl", _NOT_AN_OP)
     if operation is _NOT_AN_OP:
         raise TypeError(f"expecting an MPI.Op, not {type(op).__name__}")
+    if not isinstance(datatype, Datatype):
+        raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
     if operation is None:
         raise MPIException(ERR_OP, "the operation is OP_NULL (a null or freed operation)")
     if operation.freed:
