@@ -100,7 +100,11 @@ class JobRunner:
         self._by_exit_fd: dict[int, _Rank] = {}
         self._finalized: set[int] = set()
         self._tracebacks: dict[int, str] = {}
+        #: Ranks whose judgement waits for earlier exception reports, in arrival order.
         self._raised_deadlines: dict[int, float] = {}
+        self._queued_exits: dict[int, Any] = {}
+        self._connected: set[int] = set()
+        self._lost: set[int] = set()
         self._ending: _Ending | None = None
         self._kill_at: float | None = None
         self._killed = False
@@ -252,11 +256,32 @@ class JobRunner:
             # Judged by _judge_pending_exceptions, once ranks that finalized have exited.
             self._raised_deadlines.setdefault(record.rank, time.monotonic() + RAISED_GRACE)
             return
-        self._raised_deadlines.pop(record.rank, None)
-        if self._ending is None:
-            from ompy.orte.mca.errmgr import RankExited
+        from ompy.orte.mca.errmgr import RankExited
 
-            self._judge(RankExited(record.rank, returncode, record.rank in self._finalized))
+        exit_event = RankExited(record.rank, returncode, record.rank in self._finalized)
+        self._raised_deadlines.pop(record.rank, None)
+        if self._raised_deadlines and returncode != 0 and not self._is_cause(exit_event):
+            # An exception reported earlier is the likelier cause: judge this exit after it.
+            # (A rank that finalized and then failed is judged at once: the others' fences
+            # failed because it left, so it is the cause.)
+            self._queued_exits[record.rank] = exit_event
+            self._raised_deadlines[record.rank] = time.monotonic()
+        elif self._ending is None:
+            self._judge(exit_event)
+
+    def _is_cause(self, event: Any) -> bool:
+        """Whether a non-zero exit cannot be the consequence of another rank's exception.
+
+        Signal deaths, ranks that finalized, ranks that never connected and ranks whose
+        connection dropped without an exception report failed on their own.
+        """
+        rank = event.rank
+        return (
+            event.returncode < 0
+            or event.finalized
+            or rank not in self._connected
+            or rank in self._lost
+        )
 
     def _judge_pending_exceptions(self, now: float) -> None:
         """Judge the ranks that reported an uncaught exception, when the picture is complete.
@@ -268,13 +293,23 @@ class JobRunner:
         """
         from ompy.orte.mca.errmgr import RankRaised
 
-        leaving = any(r.rank in self._finalized for r in self._running())
-        for rank, deadline in sorted(self._raised_deadlines.items(), key=lambda kv: kv[1]):
-            exited = self._ranks[rank].returncode is not None
-            if now >= deadline or (exited and not leaving):
-                del self._raised_deadlines[rank]
+        for rank, queued in list(self._queued_exits.items()):
+            if self._is_cause(queued):  # its connection loss arrived since: it failed first
+                del self._queued_exits[rank]
+                self._raised_deadlines.pop(rank, None)
                 if self._ending is None:
-                    self._judge(RankRaised(rank, self._tracebacks[rank]))
+                    self._judge(queued)
+        leaving = any(r.rank in self._finalized for r in self._running())
+        # In the order the reports arrived: the first exception is usually the cause of the
+        # others (their fences failed because its rank left), so it is judged first.
+        for rank, deadline in list(self._raised_deadlines.items()):
+            exited = self._ranks[rank].returncode is not None
+            if not (now >= deadline or (exited and not leaving)):
+                return
+            del self._raised_deadlines[rank]
+            queued = self._queued_exits.pop(rank, None)
+            if self._ending is None:
+                self._judge(queued or RankRaised(rank, self._tracebacks[rank]))
 
     # -- control events -----------------------------------------------------------------------
 
@@ -290,12 +325,16 @@ class JobRunner:
             RankConnected,
             RankException,
             RankFinalized,
+            RankLost,
         )
         from ompy.orte.mca import errmgr
 
         while self._events:
             event = self._events.popleft()
-            if isinstance(event, RankConnected):
+            if isinstance(event, RankLost):
+                self._lost.add(event.rank)
+            elif isinstance(event, RankConnected):
+                self._connected.add(event.rank)
                 self.reporter.note(f"rank {event.rank} connected (pid {event.pid})")
             elif isinstance(event, RankFinalized):
                 self._finalized.add(event.rank)
@@ -467,11 +506,12 @@ class JobRunner:
         if ending.rank is not None:
             detail = ending.detail or self._tracebacks.get(ending.rank, "")
             others = self._terminated or 0
-            ended = (
-                f"the {others} other ranks still running were terminated"
-                if others
-                else "no other rank was still running"
-            )
+            if others == 0:
+                ended = "no other rank was still running"
+            elif others == 1:
+                ended = "the 1 other rank still running was terminated"
+            else:
+                ended = f"the {others} other ranks still running were terminated"
             message = f"{ending.reason}; {ended}. ompy run exits with code {ending.exit_code}."
             if detail:
                 message += " Its report:"
