@@ -1,0 +1,7 @@
+"""The ``ufunc`` op component: predefined reductions with numpy ufuncs, in place."""
+
+__version__ = "0.1.0"
+
+from .component import UfuncComponent, UfuncModule  # after __version__: component.py imports it
+
+__all__ = ["UfuncComponent", "UfuncModule", "__version__"]
