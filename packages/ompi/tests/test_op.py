@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ompy.ompi import errors
 from ompy.ompi.datatype import predefined as types
 from ompy.ompi.errors import Exception as MPIException
+from ompy.ompi.mca.op import base
 from ompy.ompi.op import (
     BAND,
     BOR,
@@ -346,3 +347,19 @@ def test_another_handle_to_a_freed_operation_fails_clearly():
     with pytest.raises(MPIException, match="freed") as info:
         alias.Reduce_local(np.zeros(1), np.zeros(1))
     assert info.value.Get_error_class() == errors.ERR_OP
+
+
+def test_a_user_kernel_accepts_any_contiguous_buffer_and_passes_bytes_of_count_elements():
+    seen = []
+
+    def record(inmem, inoutmem, datatype):
+        seen.append((inmem.format, inmem.nbytes, inoutmem.format, inoutmem.nbytes))
+
+    op = Op.Create(record)
+    try:
+        run = base.kernel(op, types.DOUBLE)
+        assert base.kernel(op, types.DOUBLE) is run  # made once per datatype
+        run(np.zeros(4), np.zeros(4), 3)  # typed arrays rather than byte views
+        assert seen == [("B", 24, "B", 24)]
+    finally:
+        op.Free()
