@@ -89,6 +89,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Install everything and run the demo job."""
+    """Install everything and run the demo job: four ranks that meet through the modex."""
     session.install(*(f"-e{path}" for path in DISTRIBUTIONS.values()))
-    session.run("ompy", "info")
+    session.run("ompy", "--version")
+    session.run("ompy", "run", "-n", "4", "--oversubscribe", "python", "-m", "ompy.orte.demo")
