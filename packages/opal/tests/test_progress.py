@@ -204,3 +204,52 @@ def test_close_releases_the_wakeup_pipe():
     engine.close()
     engine.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_sleep_hooks_run_before_every_idle_sleep_and_can_veto_it():
+    engine = ProgressEngine(spin_count=0, block_max_ms=5000)
+    calls = []
+    sleeps = []
+    work = []
+    engine._sleep = sleeps.append
+
+    def hook():
+        calls.append(len(sleeps))
+        if len(calls) == 1:
+            work.append("arrived just before the flag was visible")
+            return False  # veto: progress again instead of sleeping
+        return True
+
+    engine.register(lambda: len(work) and not work.append("done") and 1)
+    engine.register_sleep_hook(hook)
+    try:
+        assert engine.wait_until(lambda: "done" in work, timeout=4)
+    finally:
+        engine.close()
+    assert calls == [0], "the vetoed sleep must not happen; the next pass finds the work"
+    assert sleeps == []
+
+
+@pytest.mark.timeout(10)
+def test_every_sleep_hook_runs_even_when_one_vetoes_and_the_deadline_still_holds():
+    engine = ProgressEngine(spin_count=0, block_max_ms=1)
+    seen = []
+    engine.register_sleep_hook(lambda: seen.append("a") or False)
+    engine.register_sleep_hook(lambda: seen.append("b") or True)
+    try:
+        assert not engine.wait_until(lambda: False, timeout=0.01)
+    finally:
+        engine.close()
+    assert seen[:2] == ["a", "b"]
+
+
+def test_double_sleep_hook_registration_and_unknown_unregistration_are_errors(engine):
+    def hook():
+        return True
+
+    engine.register_sleep_hook(hook)
+    with pytest.raises(ValueError, match="already registered"):
+        engine.register_sleep_hook(hook)
+    engine.unregister_sleep_hook(hook)
+    with pytest.raises(ValueError, match="not registered"):
+        engine.unregister_sleep_hook(hook)

@@ -14,6 +14,11 @@ Idle behaviour, in three steps:
 2. **Block**: after that, the engine sleeps in ``select()`` on the file descriptors the
    transports registered (:meth:`ProgressEngine.register_fd`), so a receive that waits for
    seconds costs no CPU and wakes as soon as a socket becomes readable.
+   Just before each sleep the engine asks its *sleep hooks*
+   (:meth:`ProgressEngine.register_sleep_hook`) whether sleeping is safe: a shared-memory
+   transport uses the hook to raise a "sleeping" flag that tells its peers to ring a doorbell
+   fd, then re-checks its queues; a hook that answers False (work arrived meanwhile) makes the
+   engine progress again instead of sleeping.
 3. **Back off**: sources without a file descriptor (or a predicate set by another thread) are
    still seen, because the ``select()`` timeout starts at 50 µs and doubles up to
    ``opal_progress_block_max_ms``.  :meth:`ProgressEngine.wakeup` ends a sleep at once from any
@@ -41,6 +46,8 @@ from .mca.params import ParamType, Registry
 
 #: A progress callback: handles whatever is ready and says how many events that was.
 ProgressCallback = Callable[[], int]
+#: A sleep hook: called before an idle wait blocks; False means "do not sleep, work is pending".
+SleepHook = Callable[[], bool]
 
 OVERSUBSCRIBED_VAR = "OMPY_OVERSUBSCRIBED"
 _FIRST_BLOCK_S = 50e-6
@@ -101,6 +108,7 @@ class ProgressEngine:
         self.spin_count = spin_count
         self.block_max = block_max_ms / 1000.0
         self._callbacks: tuple[ProgressCallback, ...] = ()
+        self._sleep_hooks: tuple[SleepHook, ...] = ()
         self._lock = threading.Lock()
         self._selector = selectors.DefaultSelector()
         self._fds: dict[int, int] = {}  # fd -> registration count
@@ -159,6 +167,25 @@ class ProgressEngine:
             return events
         finally:
             self._lock.release()
+
+    def register_sleep_hook(self, hook: SleepHook) -> None:
+        """Call ``hook()`` before every idle sleep; if it returns False the wait progresses again.
+
+        The hook is where a transport without a file descriptor of its own announces that this
+        process is about to block (so that peers wake it through a registered fd) and then
+        checks once more for work that arrived before the announcement was visible.
+        """
+        with self._lock:
+            if hook in self._sleep_hooks:
+                raise ValueError(f"sleep hook {hook!r} is already registered")
+            self._sleep_hooks = (*self._sleep_hooks, hook)
+
+    def unregister_sleep_hook(self, hook: SleepHook) -> None:
+        """Stop calling ``hook``; unknown hooks are an error (a double unregister)."""
+        with self._lock:
+            if hook not in self._sleep_hooks:
+                raise ValueError(f"sleep hook {hook!r} is not registered")
+            self._sleep_hooks = tuple(h for h in self._sleep_hooks if h != hook)
 
     # -- file descriptors -------------------------------------------------------------------
 
@@ -220,8 +247,17 @@ class ProgressEngine:
                 if left <= 0:
                     return False
                 sleep = min(sleep, left)
+            if self._sleep_hooks and not self._may_sleep():
+                continue  # a hook saw work arriving: progress again (the deadline still holds)
             self._sleep(sleep)
             block = min(block * 2, self.block_max)
+
+    def _may_sleep(self) -> bool:
+        may = True
+        for hook in self._sleep_hooks:  # every hook runs: each raises its own flag
+            if not hook():
+                may = False
+        return may
 
     def _sleep(self, seconds: float) -> None:
         for key, _events in self._selector.select(seconds):
