@@ -2,4 +2,7 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from .component import Ob1Component  # after __version__: component.py imports it
+from .module import Ob1Module, PmlError
+
+__all__ = ["Ob1Component", "Ob1Module", "PmlError", "__version__"]

@@ -1,0 +1,45 @@
+"""ob1's per-communicator state (Open MPI's ``mca_pml_ob1_comm_t``).
+
+``add_comm`` stores one :class:`CommState` in ``comm.pml_state``: the communicator's context
+id and rank, the BML endpoint of each of its ranks (so a send needs one list index), and its
+:class:`~ompy.mca.pml.ob1.matching.MatchingState`.  The matching state's methods are bound
+once here, for the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ompy.ompi.mca.bml import BmlEndpoint
+
+from .matching import MatchingState
+
+
+class CommState:
+    """Matching queues and peer endpoints of one communicator."""
+
+    __slots__ = ("arrive", "ctx", "endpoints", "matching", "next_seq", "rank", "size")
+
+    def __init__(
+        self,
+        ctx: int,
+        rank: int,
+        endpoints: Sequence[BmlEndpoint],
+        on_match: Callable[[Any, Any], None],
+        retain: Callable[[Any], Any],
+    ) -> None:
+        self.ctx = ctx
+        self.rank = rank
+        self.size = len(endpoints)
+        self.endpoints = list(endpoints)
+        self.matching = MatchingState(self.size, on_match=on_match, retain=retain)
+        self.arrive = self.matching.arrive
+        self.next_seq = self.matching.next_send_sequence
+
+    def __repr__(self) -> str:
+        m = self.matching
+        return (
+            f"<ob1 comm ctx={self.ctx} rank={self.rank}/{self.size}: {m.posted_count} posted, "
+            f"{m.unexpected_count} unexpected, {m.held_count} early>"
+        )

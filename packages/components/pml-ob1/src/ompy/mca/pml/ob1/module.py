@@ -1,0 +1,330 @@
+"""The ob1 module: the PML interface (requests in, protocols out) and its lifecycle.
+
+One module per process.  It owns the BML (and through it the BTLs), registers one receive
+callback per header type on every BTL module and one progress callback with the engine, and
+keeps the per-communicator states.  The send and receive protocols live in
+:mod:`~ompy.mca.pml.ob1.sender` and :mod:`~ompy.mca.pml.ob1.receiver`.
+
+Hot path of a short send: one ``CommState`` lookup on the communicator, one list index for the
+peer's endpoint, one sequence number, one ``struct.pack`` and the module's ``sendi``.
+
+Ready sends (``SendMode.READY``) are sent like standard ones: whether the receive is posted is
+known only at the receiver, and asking would cost a round trip, so an unposted receive is not
+detected (MPI makes that case erroneous, not checked).  Buffered sends arrive here already
+copied by the API layer and are sent as standard ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections import deque
+from typing import Any
+
+from ompy.ompi.constants import ANY_SOURCE
+from ompy.ompi.errors import ERR_COMM, ERR_INTERN, ERR_OTHER, ERR_RANK
+from ompy.ompi.errors import Exception as MPIException
+from ompy.ompi.mca.bml import BmlEndpoint
+from ompy.ompi.mca.bml.base import SelectedBml
+from ompy.ompi.mca.pml import PmlModule, SendMode
+from ompy.ompi.mca.pml.context import PmlContext
+from ompy.opal.mca.btl import BtlError
+
+from .comm import CommState
+from .headers import (
+    MATCH,
+    TYPE_ACK,
+    TYPE_FIN,
+    TYPE_FRAG,
+    TYPE_MATCH,
+    TYPE_RGET,
+    TYPE_RNDV,
+)
+from .receiver import RecvSide
+from .requests import Message, ProbeStatus, RecvRequest, SendRequest
+from .sender import SendSide
+
+_MATCH_PACK = MATCH.struct.pack
+_MATCH_SIZE = MATCH.size
+_SYNCHRONOUS = SendMode.SYNCHRONOUS
+
+
+class PmlError(RuntimeError):
+    """The PML was used out of order, or the wire protocol was violated."""
+
+
+class Ob1Module(SendSide, RecvSide, PmlModule):
+    """Point-to-point messaging over the BML's endpoints."""
+
+    max_tag = 2**31 - 1
+    max_contextid = 2**32 - 1
+
+    def __init__(
+        self,
+        context: PmlContext,
+        bml: SelectedBml,
+        *,
+        depth: int = 16,
+        use_rdma: bool = True,
+        finalize_timeout: float = 30.0,
+        verbose: int = 0,
+    ) -> None:
+        self.context = context
+        self.engine = context.progress
+        self.selected_bml = bml
+        self.bml = bml.module
+        self.depth = depth
+        self.use_rdma = use_rdma
+        self.finalize_timeout = finalize_timeout
+        self.verbose = verbose
+        self._comms: dict[int, CommState] = {}
+        self._peers: dict[int, BmlEndpoint] = {}
+        self._sends: dict[int, SendRequest] = {}
+        self._recvs: dict[int, RecvRequest] = {}
+        self._pending: deque = deque()
+        self._orphans: dict[int, list[tuple[Any, int, Any]]] = {}
+        self._deferred: deque = deque()
+        self._delivering = False
+        self._errors: list[BaseException] = []
+        self._next_id = itertools.count(1).__next__
+        self._finalized = False
+        self._handlers = {
+            TYPE_MATCH: self._recv_match,
+            TYPE_RNDV: self._recv_rndv,
+            TYPE_RGET: self._recv_rget,
+            TYPE_ACK: self._recv_ack,
+            TYPE_FRAG: self._recv_frag,
+            TYPE_FIN: self._recv_fin,
+        }
+        for tag, handler in self._handlers.items():
+            self.bml.register(tag, handler)
+        self.bml.register_error(self._btl_error)
+        self.engine.register(self.progress)
+
+    def _say(self, message: str) -> None:
+        print(f"[{os.getpid()}] pml ob1: {message}", file=sys.stderr, flush=True)
+
+    # -- processes and communicators --------------------------------------------------------
+
+    def add_procs(self, procs: list[Any]) -> None:
+        """Make ``procs`` reachable; ``procs[i]`` need not be world rank ``i`` (keyed by rank)."""
+        for proc, endpoint in zip(procs, self.bml.add_procs(procs), strict=True):
+            self._peers[proc.rank] = endpoint
+        if self.verbose >= 10:
+            self._say(", ".join(repr(self._peers[proc.rank]) for proc in procs))
+
+    def del_procs(self, procs: list[Any]) -> None:
+        self.bml.del_procs(procs)
+        for proc in procs:
+            self._peers.pop(proc.rank, None)
+
+    def add_comm(self, comm: Any) -> None:
+        ctx = comm.context_id
+        if ctx in self._comms:
+            raise PmlError(
+                f"context id {ctx} is already used by a live communicator; every communicator "
+                "needs its own"
+            )
+        ranks = tuple(comm.world_ranks)
+        if len(ranks) != comm.size or not 0 <= comm.rank < comm.size:
+            raise PmlError(
+                f"communicator {ctx}: rank {comm.rank}, size {comm.size} and "
+                f"{len(ranks)} world ranks do not agree"
+            )
+        missing = [rank for rank in ranks if rank not in self._peers]
+        if missing:
+            raise PmlError(
+                f"communicator {ctx} contains world ranks {missing} that were never added to "
+                "the PML (add_procs must come first)"
+            )
+        state = CommState(
+            ctx, comm.rank, [self._peers[rank] for rank in ranks], self._matched, self._retain
+        )
+        self._comms[ctx] = state
+        comm.pml_state = state
+        for module, tag, data in self._orphans.pop(ctx, ()):
+            self._handlers[tag](module, tag, memoryview(data))
+
+    def del_comm(self, comm: Any) -> None:
+        state = self._comms.pop(comm.context_id, None)
+        if state is None:
+            raise PmlError(f"communicator {comm.context_id} is not known to the PML")
+        comm.pml_state = None
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def isend(self, spec: Any, dest: int, tag: int, comm: Any, mode: SendMode) -> SendRequest:
+        state = comm.pml_state
+        if state is None:
+            raise self._not_added(comm)
+        if not 0 <= dest < state.size:
+            raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
+        data = spec.view
+        if data.format != "B" or data.ndim != 1:
+            data = data.cast("B")
+        peer = state.endpoints[dest]
+        request = SendRequest(data, peer)
+        seq = state.next_seq(dest)
+        btl = peer.eager_single or peer.next_eager()
+        try:
+            if mode is not _SYNCHRONOUS and len(data) + _MATCH_SIZE <= btl.eager_limit:
+                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+                if btl.sendi(btl.endpoint, header, data, TYPE_MATCH) or self._send_buffer(
+                    btl, header, data, TYPE_MATCH
+                ):
+                    request.count = len(data)
+                    request.finish()
+                else:
+                    self._pending.append(
+                        lambda: self._retry_eager(request, btl, header, data, TYPE_MATCH)
+                    )
+                return request
+            return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
+        except BtlError as error:
+            self._sends.pop(request.id, None)
+            raise MPIException(
+                ERR_OTHER, f"cannot send to rank {dest} (world rank {peer.proc.rank}): {error}"
+            ) from error
+
+    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> RecvRequest:
+        state = comm.pml_state
+        if state is None:
+            raise self._not_added(comm)
+        if source != ANY_SOURCE and not 0 <= source < state.size:
+            raise MPIException(
+                ERR_RANK, f"source {source} is not ANY_SOURCE and not in 0..{state.size - 1}"
+            )
+        view = spec.view
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        request = RecvRequest(view, state, source)
+        message = state.matching.post(request, source, tag)
+        if message is not None:
+            self._matched(request, message)
+        return request
+
+    def iprobe(self, source: int, tag: int, comm: Any) -> ProbeStatus | None:
+        """The status of a matching unexpected message, or None (progressing once first)."""
+        state = self._probe_state(source, comm)
+        message = state.matching.probe(source, tag)
+        if message is None:
+            self.engine.progress()
+            message = state.matching.probe(source, tag)
+            if message is None:
+                return None
+        return ProbeStatus(message.source, message.tag, message.msg_length)
+
+    def improbe(self, source: int, tag: int, comm: Any) -> Message | None:
+        """Take a matching message out of matching (for :meth:`imrecv`), or None."""
+        state = self._probe_state(source, comm)
+        message = state.matching.mprobe(source, tag)
+        if message is None:
+            self.engine.progress()
+            message = state.matching.mprobe(source, tag)
+        return message
+
+    def imrecv(self, spec: Any, message: Message) -> RecvRequest:
+        if not isinstance(message, Message):
+            raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")
+        if message.consumed:
+            raise MPIException(ERR_OTHER, f"{message!r} was already received")
+        if message.ctx not in self._comms:
+            raise MPIException(ERR_COMM, f"the communicator of {message!r} was freed")
+        message.consumed = True
+        view = spec.view
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        request = RecvRequest(view, None, message.source)
+        self._matched(request, message)
+        return request
+
+    def _probe_state(self, source: int, comm: Any) -> CommState:
+        state = comm.pml_state
+        if state is None:
+            raise self._not_added(comm)
+        if source != ANY_SOURCE and not 0 <= source < state.size:
+            raise MPIException(
+                ERR_RANK, f"source {source} is not ANY_SOURCE and not in 0..{state.size - 1}"
+            )
+        return state
+
+    # -- progress and errors ----------------------------------------------------------------
+
+    def progress(self) -> int:
+        """Retry work that found no free descriptor; the transports progress on their own."""
+        pending = self._pending
+        if not pending:
+            return 0
+        done = 0
+        for _ in range(len(pending)):
+            retry = pending.popleft()
+            if retry():
+                done += 1
+            else:
+                pending.appendleft(retry)
+                break  # still no descriptor: keep the order, try again on the next pass
+        return done
+
+    def _btl_error(self, module: Any, endpoint: Any, error: BaseException) -> None:
+        """A peer became unreachable: fail every request that waits for it."""
+        self._errors.append(error)
+        if endpoint is None:
+            return
+        proc = endpoint.proc
+        for table in (self._sends, self._recvs):
+            for key, request in list(table.items()):
+                if request.peer is not None and request.peer.proc.same_process(proc):
+                    del table[key]
+                    request.fail(
+                        ERR_OTHER,
+                        MPIException(ERR_OTHER, f"{proc} became unreachable: {error}"),
+                    )
+
+    @staticmethod
+    def _not_added(comm: Any) -> MPIException:
+        return MPIException(
+            ERR_COMM,
+            f"communicator {getattr(comm, 'context_id', comm)!r} was not added to the PML "
+            "(add_comm) or was already freed",
+        )
+
+    @staticmethod
+    def _protocol_error(what: str) -> PmlError:
+        return PmlError(f"ob1 protocol error: {what} (a peer runs another PML, or a bug)")
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        """No send owes data to a peer and no work waits for descriptors."""
+        return not self._sends and not self._pending
+
+    def finalize(self) -> None:
+        """Drain pending sends, then finalize the BML and the BTLs; once."""
+        if self._finalized:
+            return
+        self._finalized = True
+        drained = self.engine.wait_until(lambda: self.idle, timeout=self.finalize_timeout)
+        stuck = len(self._sends) + len(self._pending)
+        orphans = {ctx: len(kept) for ctx, kept in self._orphans.items()}
+        self.engine.unregister(self.progress)
+        try:
+            self.selected_bml.close()
+        finally:
+            self._comms.clear()
+            self._orphans.clear()
+        problems = []
+        if not drained:
+            problems.append(
+                f"{stuck} send(s) still owed data to their receivers after "
+                f"{self.finalize_timeout:g} s (pml_ob1_finalize_timeout)"
+            )
+        if orphans:
+            listed = ", ".join(f"{n} for context {ctx}" for ctx, n in sorted(orphans.items()))
+            problems.append(
+                f"messages arrived for communicators this process never created ({listed}) "
+                "and were dropped"
+            )
+        if problems:
+            raise MPIException(ERR_INTERN, "pml ob1 finalize: " + "; ".join(problems))

@@ -1,0 +1,170 @@
+"""ob1's request classes and the message record that matching queues.
+
+:class:`SendRequest` and :class:`RecvRequest` are the :class:`~ompy.ompi.request.CoreRequest`
+subclasses ``isend``/``irecv``/``imrecv`` return; they add only the protocol state ob1 needs, in
+slots.  :class:`Message` is what an arriving MATCH, RNDV or RGET header becomes: it waits in the
+matching queues when nothing is posted and is the opaque object ``improbe`` hands out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ompy.ompi.request import CoreRequest
+
+from .headers import TYPE_MATCH
+
+
+class SendRequest(CoreRequest):
+    """A send in flight: eager ones complete at once; rendezvous ones keep protocol state."""
+
+    __slots__ = (
+        "data",
+        "dst_req",
+        "handle",
+        "id",
+        "in_flight",
+        "peer",
+        "rdma_btl",
+        "scheduling",
+        "sent",
+        "stripes",
+        "to_send",
+    )
+
+    def __init__(self, data: memoryview, peer: Any) -> None:
+        super().__init__()
+        self.data = data
+        self.peer = peer  # the BmlEndpoint of the destination
+        self.id = 0
+        self.dst_req = 0
+        self.in_flight = 0
+        self.sent = 0
+        self.to_send = 0
+        self.stripes: list[Stripe] = []
+        self.scheduling = False
+        self.handle = None
+        self.rdma_btl = None
+
+
+class Stripe:
+    """The part ``[offset, end)`` of a long message that one BTL module carries."""
+
+    __slots__ = ("btl", "end", "offset")
+
+    def __init__(self, btl: Any, offset: int, end: int) -> None:
+        self.btl = btl
+        self.offset = offset
+        self.end = end
+
+
+class RecvRequest(CoreRequest):
+    """A receive: posted, then matched, then (for long messages) filled fragment by fragment.
+
+    ``count`` is set at match time to the bytes that will land (the smaller of the message and
+    the buffer); ``msg_length`` is the sender's full length, for the truncation check.
+    """
+
+    __slots__ = (
+        "id",
+        "matched",
+        "msg_length",
+        "peer",
+        "pending_gets",
+        "received",
+        "state",
+        "view",
+        "want_source",
+    )
+
+    def __init__(self, view: memoryview, state: Any, source: int) -> None:
+        super().__init__()
+        self.view = view
+        self.state = state  # the CommState it is posted in (None for imrecv)
+        self.want_source = source
+        self.matched = False
+        self.id = 0
+        self.received = 0
+        self.msg_length = 0
+        self.pending_gets = 0
+        self.peer = None
+
+    def cancel(self) -> None:
+        """Withdraw the receive if it is still posted; a matched receive cannot be cancelled."""
+        if self.complete or self.matched or self.state is None:
+            return
+        if self.state.matching.cancel(self, self.want_source):
+            self.cancelled = True
+            self.finish()
+
+
+class Message:
+    """An arrived message header (MATCH, RNDV or RGET) and the data that came with it.
+
+    ``data`` is the payload view while inside the BTL callback and a private copy once the
+    message is retained (unexpected, early, or deferred).  ``count`` is the message's full
+    length in bytes, as probes report it.
+    """
+
+    __slots__ = (
+        "consumed",
+        "ctx",
+        "data",
+        "flags",
+        "kind",
+        "module",
+        "msg_length",
+        "rkey",
+        "source",
+        "src_req",
+        "tag",
+    )
+
+    def __init__(  # noqa: PLR0917 - built once per arriving header: positional is cheapest
+        self,
+        kind: int,
+        flags: int,
+        ctx: int,
+        source: int,
+        tag: int,
+        data: Any,
+        msg_length: int,
+        src_req: int,
+        rkey: int,
+        module: Any,
+    ) -> None:
+        self.kind = kind
+        self.flags = flags
+        self.ctx = ctx
+        self.source = source
+        self.tag = tag
+        self.data = data
+        self.msg_length = msg_length
+        self.src_req = src_req
+        self.rkey = rkey
+        self.module = module
+        self.consumed = False
+
+    @property
+    def count(self) -> int:
+        return self.msg_length
+
+    def __repr__(self) -> str:
+        kind = {TYPE_MATCH: "eager"}.get(self.kind, "rendezvous")
+        return (
+            f"<ob1 message ({kind}) ctx={self.ctx} source={self.source} tag={self.tag} "
+            f"bytes={self.msg_length}>"
+        )
+
+
+@attrs.frozen
+class ProbeStatus:
+    """What ``iprobe`` reports about a message it found: like a receive's status."""
+
+    source: int
+    tag: int
+    count: int
+    error: int = 0
+    cancelled: bool = False
