@@ -11,6 +11,7 @@ from ompy.opal.mca import (
     NoComponentError,
     Selection,
     SelectionSyntaxError,
+    open_and_select_one,
     open_framework,
 )
 from ompy.opal.mca.params import Registry
@@ -253,3 +254,25 @@ def test_components_register_their_priority_parameter(three):
     open_framework(ONE, reg)
     assert reg.resolve("widget_beta_priority").value == 30
     assert reg.resolve("widget_beta_priority").spec.scope == ("widget", "beta")
+
+
+def test_open_and_select_one_closes_the_framework_when_nobody_offers(distributions):
+    import builtins
+
+    builtins.closed_widgets = []
+    extra = """
+    def close(self):
+        import builtins
+        builtins.closed_widgets.append(self.name)
+"""
+    install(distributions, ONE, "shy", component(ONE, "shy", 9, declines=True, extra=extra))
+    with pytest.raises(NoComponentError):
+        open_and_select_one(ONE, registry())
+    assert builtins.closed_widgets == ["shy"]
+    del builtins.closed_widgets
+
+
+def test_open_and_select_one_returns_the_open_framework_and_the_winner(three):
+    opened, component_, offer = open_and_select_one(ONE, registry(), "ctx")
+    assert (component_.name, offer.module) == ("beta", ("beta", "ctx"))
+    assert opened.components

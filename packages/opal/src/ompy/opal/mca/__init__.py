@@ -8,7 +8,7 @@ The public surface for framework authors and component authors alike::
 
 from __future__ import annotations
 
-from .base import OpenFramework, open_framework
+from .base import OpenFramework, open_and_select_one, open_framework
 from .component import Component, Offer
 from .discovery import Candidate, LoadFailure, installed_frameworks, list_candidates
 from .errors import (
@@ -37,5 +37,6 @@ __all__ = [
     "SelectionSyntaxError",
     "installed_frameworks",
     "list_candidates",
+    "open_and_select_one",
     "open_framework",
 ]

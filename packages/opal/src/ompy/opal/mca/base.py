@@ -145,6 +145,23 @@ def open_framework(
     )
 
 
+def open_and_select_one(
+    framework: Framework, registry: Registry, context: Any = None
+) -> tuple[OpenFramework, Component, Offer[Any]]:
+    """Open a one-of-many framework and select its best offer for ``context``.
+
+    The caller owns the returned :class:`OpenFramework` and closes it when the module is no
+    longer needed; if selection fails, the framework is closed here before the error propagates.
+    """
+    opened = open_framework(framework, registry)
+    try:
+        component, offer = opened.select_one(context)
+    except BaseException:
+        opened.close()
+        raise
+    return opened, component, offer
+
+
 def _check_requested_exist(framework, selection, resolved, candidates, failures) -> None:
     known = {c.name for c in candidates} | {f.name for f in failures}
     missing = [name for name in selection.include if name not in known]

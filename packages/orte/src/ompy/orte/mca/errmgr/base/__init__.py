@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from ompy.opal.mca import OpenFramework, open_framework
+from ompy.opal.mca import OpenFramework, open_and_select_one
 from ompy.opal.mca.params import Registry
 
 from .. import ErrmgrModule, framework
@@ -12,12 +12,7 @@ from .. import ErrmgrModule, framework
 
 def select_errmgr(registry: Registry) -> tuple[OpenFramework, ErrmgrModule]:
     """Open the framework and pick the policy; the caller closes the framework at the end."""
-    opened = open_framework(framework, registry)
-    try:
-        _component, offer = opened.select_one(None)
-    except BaseException:
-        opened.close()
-        raise
+    opened, _component, offer = open_and_select_one(framework, registry, None)
     return opened, offer.module
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ompy.opal.mca import OpenFramework, open_framework
+from ompy.opal.mca import OpenFramework, open_and_select_one
 from ompy.opal.mca.params import Registry
 
 from .. import IofModule, IofOptions, framework
@@ -10,10 +10,5 @@ from .. import IofModule, IofOptions, framework
 
 def select_iof(registry: Registry, options: IofOptions) -> tuple[OpenFramework, IofModule]:
     """Open the framework and pick the module; the caller closes the framework at the end."""
-    opened = open_framework(framework, registry)
-    try:
-        _component, offer = opened.select_one(options)
-    except BaseException:
-        opened.close()
-        raise
+    opened, _component, offer = open_and_select_one(framework, registry, options)
     return opened, offer.module

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ompy.opal.mca import OpenFramework, open_framework
+from ompy.opal.mca import OpenFramework, open_and_select_one
 from ompy.opal.mca.params import Registry
 
 from .. import PlmModule, framework
@@ -13,10 +13,5 @@ def select_plm(registry: Registry, nodes: object) -> tuple[OpenFramework, PlmMod
 
     The caller closes the returned framework when the job is over.
     """
-    opened = open_framework(framework, registry)
-    try:
-        _component, offer = opened.select_one(nodes)
-    except BaseException:
-        opened.close()
-        raise
+    opened, _component, offer = open_and_select_one(framework, registry, nodes)
     return opened, offer.module
