@@ -1,0 +1,11 @@
+"""The MPI API behind ``from ompy import MPI``: communicators, requests, messages, environment.
+
+``ompy/MPI.py`` re-exports what programs use; the modules here hold the code:
+
+- :mod:`.process` the per-process MPI state (the selected PML, progress engine, context ids);
+- :mod:`.communicator` what the PML sees of a communicator; :mod:`.comm` the ``Comm`` handles;
+- :mod:`.request`, :mod:`.message` nonblocking operations and matched messages;
+- :mod:`.pickled` the lowercase methods' object transport (pickle protocol 5, out-of-band buffers);
+- :mod:`.internal` and :mod:`.cid` the library's own collectives on reserved negative tags;
+- :mod:`.init` MPI initialization and finalization; :mod:`.environment` Wtime and friends.
+"""

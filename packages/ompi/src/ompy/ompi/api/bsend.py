@@ -1,0 +1,125 @@
+"""The buffer of buffered sends (``MPI.Attach_buffer``): where Bsend copies its messages.
+
+A buffered send copies the message into the attached buffer and completes at once; the copy is
+then sent in standard mode and its space is released when that send completes.  Each message
+takes its size plus ``BSEND_OVERHEAD`` bytes, as MPI tells programs to budget for
+(``MPI.BSEND_OVERHEAD``).  The space is managed first-fit over a list of free extents, which
+stays short because buffered sends are few and complete in order.  ``BUFFER_AUTOMATIC``
+(MPI 4.1) lets the library allocate the copies itself, without a limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..constants import BSEND_OVERHEAD, BUFFER_AUTOMATIC
+from ..datatype.buffer import BufferSpec, export_buffer
+from ..errors import ERR_BUFFER
+from ..errors import Exception as MPIException
+
+
+@attrs.define(eq=False)
+class Reservation:
+    """One message's space in the attached buffer (``None`` offset: allocated automatically)."""
+
+    offset: int
+    size: int
+    view: memoryview
+
+
+class BsendPool:
+    """The attached buffer of one process and the space its pending buffered sends hold."""
+
+    def __init__(self) -> None:
+        self._obj: Any = None
+        self._view: memoryview | None = None
+        self._automatic = False
+        self._free: list[tuple[int, int]] = []  # (offset, size), sorted by offset
+        self.pending = 0
+
+    @property
+    def attached(self) -> Any:
+        """The object attached (``None`` when nothing is)."""
+        return BUFFER_AUTOMATIC if self._automatic else self._obj
+
+    def attach(self, buf: Any) -> None:
+        """Attach ``buf`` (a writable buffer, or ``None``/``BUFFER_AUTOMATIC``)."""
+        if self._view is not None or self._automatic:
+            raise MPIException(
+                ERR_BUFFER,
+                "Attach_buffer: a buffer is already attached; detach it first (Detach_buffer)",
+            )
+        if buf is None or buf is BUFFER_AUTOMATIC:
+            self._automatic = True
+            return
+        view, _ = export_buffer(buf, readonly=False, infer=False)
+        self._obj = buf
+        self._view = view
+        self._free = [(0, view.nbytes)] if view.nbytes else []
+
+    def detach(self) -> Any:
+        """Forget the buffer and return it; the caller has waited for ``pending`` to reach 0."""
+        if self._view is None and not self._automatic:
+            raise MPIException(ERR_BUFFER, "Detach_buffer: no buffer is attached")
+        obj = self.attached
+        self._obj = self._view = None
+        self._automatic = False
+        self._free = []
+        return obj
+
+    def copy_in(self, spec: BufferSpec, call: str) -> tuple[BufferSpec, Reservation]:
+        """Copy the message into the buffer; returns the copy's spec and its reservation."""
+        nbytes = spec.view.nbytes
+        if self._automatic:
+            space = bytearray(nbytes)
+            view = memoryview(space)
+            reservation = Reservation(-1, nbytes, view)
+        else:
+            reservation = self._reserve(nbytes, call)
+            view = reservation.view
+        view[:] = spec.view
+        self.pending += 1
+        return BufferSpec(view, spec.count, spec.datatype, view), reservation
+
+    def release(self, reservation: Reservation) -> None:
+        """Give a completed send's space back."""
+        self.pending -= 1
+        if reservation.offset < 0:
+            return
+        self._free.append((reservation.offset, reservation.size))
+        self._free.sort()
+        merged: list[tuple[int, int]] = []
+        for offset, size in self._free:
+            if merged and merged[-1][0] + merged[-1][1] == offset:
+                merged[-1] = (merged[-1][0], merged[-1][1] + size)
+            else:
+                merged.append((offset, size))
+        self._free = merged
+
+    def _reserve(self, nbytes: int, call: str) -> Reservation:
+        if self._view is None:
+            raise MPIException(
+                ERR_BUFFER,
+                f"{call}: no buffer is attached for buffered sends; call "
+                f"MPI.Attach_buffer(bytearray(size)) with room for each message plus "
+                f"MPI.BSEND_OVERHEAD ({BSEND_OVERHEAD}) bytes",
+            )
+        need = nbytes + BSEND_OVERHEAD
+        for index, (offset, size) in enumerate(self._free):
+            if size >= need:
+                if size == need:
+                    del self._free[index]
+                else:
+                    self._free[index] = (offset + need, size - need)
+                view = self._view[offset + BSEND_OVERHEAD : offset + need]
+                return Reservation(offset, need, view)
+        largest = max((size for _, size in self._free), default=0)
+        raise MPIException(
+            ERR_BUFFER,
+            f"{call}: the message of {nbytes} bytes needs {need} bytes of the attached buffer "
+            f"(with MPI.BSEND_OVERHEAD = {BSEND_OVERHEAD}), but the largest free space is "
+            f"{largest} of {self._view.nbytes} bytes; attach a larger buffer or wait for "
+            "pending buffered sends",
+        )

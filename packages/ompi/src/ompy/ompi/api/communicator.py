@@ -1,0 +1,86 @@
+"""What a communicator is underneath its handles: the object the PML works with.
+
+The PML's contract: ``context_id`` (the same on every member, unique among this process's live
+communicators), ``rank``, ``size``, ``world_ranks`` (communicator rank -> world rank) and a
+writable ``pml_state``.  The API layer adds what its own calls need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..group import Group
+from .process import MpiProcess
+
+
+class Communicator:
+    """One communicator of this process (shared by every handle that refers to it)."""
+
+    __slots__ = (
+        "channels",
+        "context_id",
+        "engine",
+        "freed",
+        "group",
+        "name",
+        "pml",
+        "pml_state",
+        "predefined",
+        "process",
+        "rank",
+        "size",
+        "tag_ub",
+        "world_ranks",
+    )
+
+    def __init__(
+        self,
+        process: MpiProcess,
+        context_id: int,
+        world_ranks: tuple[int, ...],
+        name: str,
+        *,
+        predefined: bool = False,
+    ) -> None:
+        self.process = process
+        self.pml = process.pml
+        self.engine = process.engine
+        self.tag_ub = process.pml.max_tag
+        self.context_id = context_id
+        self.world_ranks = world_ranks
+        self.size = len(world_ranks)
+        self.rank = world_ranks.index(process.world_rank)
+        self.group = Group.from_procs(world_ranks, process.world_rank)
+        self.name = name
+        self.predefined = predefined
+        self.freed = False
+        self.pml_state: Any = None
+        #: Per destination: how many pickled messages with out-of-band buffers went there.
+        self.channels: dict[int, int] = {}
+
+    @classmethod
+    def create(
+        cls,
+        process: MpiProcess,
+        context_id: int,
+        world_ranks: tuple[int, ...],
+        name: str,
+        *,
+        predefined: bool = False,
+    ) -> Communicator:
+        """A new communicator, registered with the PML before any message can use it."""
+        comm = cls(process, context_id, world_ranks, name, predefined=predefined)
+        process.cids.add(context_id)
+        process.pml.add_comm(comm)
+        return comm
+
+    def destroy(self) -> None:
+        """Drop the PML's state and give the context id back."""
+        if self.freed:
+            return
+        self.freed = True
+        self.pml.del_comm(self)
+        self.process.cids.discard(self.context_id)
+
+    def __repr__(self) -> str:
+        return f"<Communicator {self.name!r} cid={self.context_id} rank={self.rank}/{self.size}>"

@@ -1,0 +1,114 @@
+"""Starting, waiting for and reporting point-to-point operations: the API's side of the PML.
+
+The PML returns request objects with ``complete``, ``cancelled``, ``source``, ``tag``, ``count``
+(bytes), ``error`` and ``exception``.  Everything here works on that shape, so composite
+operations (pickled messages, which are several PML messages) plug into the same waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
+from ..datatype.buffer import BufferSpec
+from ..errors import SUCCESS
+from ..mca.pml.interface import SendMode
+from ..request import CoreRequest
+from ..status import Status
+from .communicator import Communicator
+
+STANDARD = SendMode.STANDARD
+BUFFERED = SendMode.BUFFERED
+SYNCHRONOUS = SendMode.SYNCHRONOUS
+READY = SendMode.READY
+
+
+def done_request(source: int = ANY_SOURCE, tag: int = ANY_TAG) -> CoreRequest:
+    """A request that is already complete (``PROC_NULL`` operations, buffered sends)."""
+    request = CoreRequest()
+    request.source = source
+    request.tag = tag
+    request.complete = True
+    return request
+
+
+def proc_null_request() -> CoreRequest:
+    """What an operation with ``PROC_NULL`` completes with: source PROC_NULL, tag ANY_TAG."""
+    return done_request(PROC_NULL, ANY_TAG)
+
+
+def start_send(
+    comm: Communicator, spec: BufferSpec, dest: int, tag: int, mode: SendMode, *, call: str
+) -> Any:
+    """Start a send of ``spec`` (already checked); buffered sends copy and complete at once."""
+    if mode is BUFFERED:
+        return start_bsend(comm, spec, dest, tag, call)
+    return comm.pml.isend(spec, dest, tag, comm, mode)
+
+
+def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call: str) -> Any:
+    """Copy into the attached buffer, send the copy, release its space once it is sent."""
+    pool = comm.process.bsend
+    copy, reservation = pool.copy_in(spec, call)
+    try:
+        inner = comm.pml.isend(copy, dest, tag, comm, STANDARD)
+    except BaseException:
+        pool.release(reservation)
+        raise
+    if inner.complete:
+        pool.release(reservation)
+    else:
+        previous = inner.on_complete
+
+        def release(request: Any) -> None:
+            if previous is not None:
+                previous(request)
+            pool.release(reservation)
+
+        inner.on_complete = release
+    return done_request()
+
+
+def wait(comm: Communicator, request: Any) -> None:
+    """Progress until ``request`` completes."""
+    if not request.complete:
+        comm.engine.wait_until(lambda: request.complete)
+
+
+def raise_if_failed(request: Any) -> None:
+    exception = request.exception
+    if exception is not None:
+        raise exception
+
+
+def fill_status(status: Status | None, request: Any) -> None:
+    """Copy a completed request's source, tag, error, byte count and cancel flag."""
+    if status is None:
+        return
+    status.MPI_SOURCE = request.source
+    status.MPI_TAG = request.tag
+    status.MPI_ERROR = request.error
+    status.nbytes = request.count
+    status.cancelled_flag = request.cancelled
+
+
+def fill_empty(status: Status | None) -> None:
+    """The empty status MPI reports for null and inactive requests."""
+    if status is None:
+        return
+    status.MPI_SOURCE = ANY_SOURCE
+    status.MPI_TAG = ANY_TAG
+    status.MPI_ERROR = SUCCESS
+    status.nbytes = 0
+    status.cancelled_flag = False
+
+
+def fill_probe(status: Status | None, source: int, tag: int, count: int) -> None:
+    """The status of a probed message."""
+    if status is None:
+        return
+    status.MPI_SOURCE = source
+    status.MPI_TAG = tag
+    status.MPI_ERROR = SUCCESS
+    status.nbytes = count
+    status.cancelled_flag = False

@@ -1,0 +1,402 @@
+"""Point-to-point methods of ``Comm``: uppercase (buffers) and lowercase (pickled objects).
+
+Kept apart from communicator management so that each module has one job.  The hot calls
+(``Send``, ``Recv``, ``Isend``, ``Irecv``) test the common case inline — an int rank in range,
+an int tag in range — and fall back to :mod:`.checks` for everything else, which raises with
+MPI's error class and says what was wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
+from ..datatype.buffer import parse_buffer
+from ..mca.pml.interface import SendMode
+from ..status import Status
+from .checks import dest_rank, recv_tag, send_tag, source_rank
+from .communicator import Communicator
+from .message import MESSAGE_NO_PROC, Message
+from .ops import (
+    BUFFERED,
+    READY,
+    STANDARD,
+    SYNCHRONOUS,
+    fill_probe,
+    fill_status,
+    proc_null_request,
+    raise_if_failed,
+    start_send,
+    wait,
+)
+from .pickled import PickledRecv, start_object_send
+from .request import Prequest, Request
+
+
+class PointToPoint:
+    """The point-to-point half of :class:`~.comm.Comm` (``_live`` gives the communicator)."""
+
+    __slots__ = ()
+
+    def _live(self, call: str) -> Communicator:  # provided by Comm
+        raise NotImplementedError
+
+    # -- checked arguments -----------------------------------------------------------------------
+
+    def _send_args(self, call: str, dest: Any, tag: Any) -> tuple[Communicator, int, int]:
+        c = self._live(call)
+        if type(dest) is not int or not 0 <= dest < c.size:
+            dest = dest_rank(dest, c.size, call)
+        if type(tag) is not int or not 0 <= tag <= c.tag_ub:
+            tag = send_tag(tag, c.tag_ub, call)
+        return c, dest, tag
+
+    def _recv_args(self, call: str, source: Any, tag: Any) -> tuple[Communicator, int, int]:
+        c = self._live(call)
+        if type(source) is not int or not (0 <= source < c.size or source == ANY_SOURCE):
+            source = source_rank(source, c.size, call)
+        if type(tag) is not int or not (0 <= tag <= c.tag_ub or tag == ANY_TAG):
+            tag = recv_tag(tag, c.tag_ub, call)
+        return c, source, tag
+
+    def _start_send(self, call: str, buf: Any, dest: Any, tag: Any, mode: SendMode) -> Request:
+        c, dest, tag = self._send_args(call, dest, tag)
+        if dest == PROC_NULL:
+            return Request._of(proc_null_request(), c)
+        return Request._of(start_send(c, parse_buffer(buf), dest, tag, mode, call=call), c)
+
+    def _blocking_send(self, call: str, buf: Any, dest: Any, tag: Any, mode: SendMode) -> None:
+        c, dest, tag = self._send_args(call, dest, tag)
+        if dest == PROC_NULL:
+            return
+        request = start_send(c, parse_buffer(buf), dest, tag, mode, call=call)
+        if not request.complete:
+            c.engine.wait_until(lambda: request.complete)
+        if request.exception is not None:
+            raise request.exception
+
+    # -- blocking buffer sends and receives ------------------------------------------------------
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Blocking send."""
+        c, dest, tag = self._send_args("Comm.Send", dest, tag)
+        if dest == PROC_NULL:
+            return
+        request = c.pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
+        if not request.complete:
+            c.engine.wait_until(lambda: request.complete)
+        if request.exception is not None:
+            raise request.exception
+
+    def Recv(
+        self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> None:
+        """Blocking receive."""
+        c, source, tag = self._recv_args("Comm.Recv", source, tag)
+        if source == PROC_NULL:
+            fill_status(status, proc_null_request())
+            return
+        request = c.pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
+        if not request.complete:
+            c.engine.wait_until(lambda: request.complete)
+        if status is not None:
+            fill_status(status, request)
+        if request.exception is not None:
+            raise request.exception
+
+    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Blocking send in buffered mode."""
+        self._blocking_send("Comm.Bsend", buf, dest, tag, BUFFERED)
+
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Blocking send in synchronous mode."""
+        self._blocking_send("Comm.Ssend", buf, dest, tag, SYNCHRONOUS)
+
+    def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        """Blocking send in ready mode."""
+        self._blocking_send("Comm.Rsend", buf, dest, tag, READY)
+
+    # -- nonblocking -----------------------------------------------------------------------------
+
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send."""
+        c, dest, tag = self._send_args("Comm.Isend", dest, tag)
+        if dest == PROC_NULL:
+            return Request._of(proc_null_request(), c)
+        return Request._of(c.pml.isend(parse_buffer(buf), dest, tag, c, STANDARD), c)
+
+    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send in buffered mode."""
+        return self._start_send("Comm.Ibsend", buf, dest, tag, BUFFERED)
+
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send in synchronous mode."""
+        return self._start_send("Comm.Issend", buf, dest, tag, SYNCHRONOUS)
+
+    def Irsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send in ready mode."""
+        return self._start_send("Comm.Irsend", buf, dest, tag, READY)
+
+    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Nonblocking receive."""
+        c, source, tag = self._recv_args("Comm.Irecv", source, tag)
+        if source == PROC_NULL:
+            return Request._of(proc_null_request(), c)
+        return Request._of(c.pml.irecv(parse_buffer(buf, readonly=False), source, tag, c), c)
+
+    # -- send-receive ----------------------------------------------------------------------------
+
+    def Sendrecv(  # noqa: PLR0917 (mpi4py's signature)
+        self,
+        sendbuf: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> None:
+        """Send and receive a message."""
+        receive = self.Irecv(recvbuf, source, recvtag)
+        send = self.Isend(sendbuf, dest, sendtag)
+        Request.Waitall([send])
+        receive.Wait(status)
+
+    def Sendrecv_replace(  # noqa: PLR0917 (mpi4py's signature)
+        self,
+        buf: Any,
+        dest: int,
+        sendtag: int = 0,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> None:
+        """Send and receive a message, in place: the received data replaces the sent data."""
+        c, dest, sendtag = self._send_args("Comm.Sendrecv_replace", dest, sendtag)
+        spec = parse_buffer(buf, readonly=False)
+        outgoing = bytearray(spec.view)  # the receive overwrites the buffer
+        send_spec = type(spec)(
+            memoryview(outgoing), spec.count, spec.datatype, memoryview(outgoing)
+        )
+        receive = self.Irecv(buf, source, recvtag)
+        if dest != PROC_NULL:
+            send = c.pml.isend(send_spec, dest, sendtag, c, STANDARD)
+            wait(c, send)
+            raise_if_failed(send)
+        receive.Wait(status)
+
+    # -- probes ----------------------------------------------------------------------------------
+
+    def Probe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Literal[True]:
+        """Blocking test for a message."""
+        c, source, tag = self._recv_args("Comm.Probe", source, tag)
+        if source == PROC_NULL:
+            fill_status(status, proc_null_request())
+            return True
+        found: list[Any] = []
+
+        def probed() -> bool:
+            result = c.pml.iprobe(source, tag, c)
+            if result is None:
+                return False
+            found.append(result)
+            return True
+
+        c.engine.wait_until(probed)
+        fill_probe(status, found[0].source, found[0].tag, found[0].count)
+        return True
+
+    def Iprobe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> bool:
+        """Nonblocking test for a message."""
+        c, source, tag = self._recv_args("Comm.Iprobe", source, tag)
+        if source == PROC_NULL:
+            fill_status(status, proc_null_request())
+            return True
+        result = c.pml.iprobe(source, tag, c)
+        if result is None:
+            c.pml.progress()
+            result = c.pml.iprobe(source, tag, c)
+            if result is None:
+                return False
+        fill_probe(status, result.source, result.tag, result.count)
+        return True
+
+    def Mprobe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Message:
+        """Blocking test for a matched message."""
+        c, source, tag = self._recv_args("Comm.Mprobe", source, tag)
+        if source == PROC_NULL:
+            fill_status(status, proc_null_request())
+            return Message(MESSAGE_NO_PROC)
+        found: list[Any] = []
+
+        def probed() -> bool:
+            message = c.pml.improbe(source, tag, c)
+            if message is None:
+                return False
+            found.append(message)
+            return True
+
+        c.engine.wait_until(probed)
+        fill_probe(status, found[0].source, found[0].tag, found[0].count)
+        return Message._of(found[0], c)
+
+    def Improbe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Message | None:
+        """Nonblocking test for a matched message."""
+        c, source, tag = self._recv_args("Comm.Improbe", source, tag)
+        if source == PROC_NULL:
+            fill_status(status, proc_null_request())
+            return Message(MESSAGE_NO_PROC)
+        message = c.pml.improbe(source, tag, c)
+        if message is None:
+            c.pml.progress()
+            message = c.pml.improbe(source, tag, c)
+            if message is None:
+                return None
+        fill_probe(status, message.source, message.tag, message.count)
+        return Message._of(message, c)
+
+    # -- persistent ------------------------------------------------------------------------------
+
+    def _send_init(self, call: str, buf: Any, dest: Any, tag: Any, mode: SendMode) -> Prequest:
+        c, dest, tag = self._send_args(call, dest, tag)
+        if dest == PROC_NULL:
+            return Prequest._persistent(proc_null_request, c)
+        spec = parse_buffer(buf)
+        return Prequest._persistent(lambda: start_send(c, spec, dest, tag, mode, call=call), c)
+
+    def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        """Create a persistent request for a standard send."""
+        return self._send_init("Comm.Send_init", buf, dest, tag, STANDARD)
+
+    def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        """Persistent request for a send in buffered mode."""
+        return self._send_init("Comm.Bsend_init", buf, dest, tag, BUFFERED)
+
+    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        """Create a persistent request for a synchronous send."""
+        return self._send_init("Comm.Ssend_init", buf, dest, tag, SYNCHRONOUS)
+
+    def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        """Create a persistent request for a ready send."""
+        return self._send_init("Comm.Rsend_init", buf, dest, tag, READY)
+
+    def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
+        """Create a persistent request for a receive."""
+        c, source, tag = self._recv_args("Comm.Recv_init", source, tag)
+        if source == PROC_NULL:
+            return Prequest._persistent(proc_null_request, c)
+        spec = parse_buffer(buf, readonly=False)
+        return Prequest._persistent(lambda: c.pml.irecv(spec, source, tag, c), c)
+
+    # -- lowercase: pickled objects --------------------------------------------------------------
+
+    def _object_send(self, call: str, obj: Any, dest: Any, tag: Any, mode: SendMode) -> None:
+        c, dest, tag = self._send_args(call, dest, tag)
+        if dest == PROC_NULL:
+            return
+        request = start_object_send(c, obj, dest, tag, mode, call=call)
+        wait(c, request)
+        raise_if_failed(request)
+
+    def _object_isend(self, call: str, obj: Any, dest: Any, tag: Any, mode: SendMode) -> Request:
+        c, dest, tag = self._send_args(call, dest, tag)
+        if dest == PROC_NULL:
+            return Request._of(proc_null_request(), c)
+        return Request._of(start_object_send(c, obj, dest, tag, mode, call=call), c)
+
+    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Send in standard mode."""
+        self._object_send("Comm.send", obj, dest, tag, STANDARD)
+
+    def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Send in buffered mode."""
+        self._object_send("Comm.bsend", obj, dest, tag, BUFFERED)
+
+    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        """Send in synchronous mode."""
+        self._object_send("Comm.ssend", obj, dest, tag, SYNCHRONOUS)
+
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send."""
+        return self._object_isend("Comm.isend", obj, dest, tag, STANDARD)
+
+    def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send in buffered mode."""
+        return self._object_isend("Comm.ibsend", obj, dest, tag, BUFFERED)
+
+    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        """Nonblocking send in synchronous mode."""
+        return self._object_isend("Comm.issend", obj, dest, tag, SYNCHRONOUS)
+
+    def recv(
+        self,
+        buf: Any = None,
+        source: int = ANY_SOURCE,
+        tag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> Any:
+        """Receive (``buf`` is accepted for mpi4py compatibility; the size comes from a probe)."""
+        c, source, tag = self._recv_args("Comm.recv", source, tag)
+        if source == PROC_NULL:
+            fill_status(status, proc_null_request())
+            return None
+        request = PickledRecv(c, source, tag)
+        wait(c, request)
+        fill_status(status, request)
+        raise_if_failed(request)
+        return request.result
+
+    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Nonblocking receive; ``wait()`` returns the object."""
+        c, source, tag = self._recv_args("Comm.irecv", source, tag)
+        if source == PROC_NULL:
+            return Request._of(proc_null_request(), c)
+        return Request._of(PickledRecv(c, source, tag), c)
+
+    def sendrecv(  # noqa: PLR0917 (mpi4py's signature)
+        self,
+        sendobj: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> Any:
+        """Send and receive."""
+        send = self.isend(sendobj, dest, sendtag)
+        result = self.recv(recvbuf, source, recvtag, status)
+        send.Wait()
+        return result
+
+    def probe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Literal[True]:
+        """Blocking test for a message."""
+        return self.Probe(source, tag, status)
+
+    def iprobe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> bool:
+        """Nonblocking test for a message."""
+        return self.Iprobe(source, tag, status)
+
+    def mprobe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Message:
+        """Blocking test for a matched message."""
+        return self.Mprobe(source, tag, status)
+
+    def improbe(
+        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Message | None:
+        """Nonblocking test for a matched message."""
+        return self.Improbe(source, tag, status)

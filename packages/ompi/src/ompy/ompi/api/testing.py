@@ -1,0 +1,279 @@
+"""An in-process loopback PML, to test the MPI API without transports or a launcher.
+
+:func:`make_world` builds ``size`` MPI processes inside one interpreter, each with its own
+:class:`LoopbackPml`, all sharing one :class:`Fabric` that delivers a send at once (copying the
+bytes) into the receiver's matching queues.  Run each rank's code in its own thread to test
+blocking calls.  The matching rules are MPI's: posted receives in posting order, unexpected
+messages in arrival order, ``ANY_TAG`` only matching tags >= 0, probes that do not consume,
+matched probes that take the message out of matching.  Standard sends complete at once
+(eager); synchronous sends complete when matched.  It is a test double: correctness of the API
+layer is what it is for, not speed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ompy.opal.progress import ProgressEngine
+
+from ..constants import ANY_SOURCE, ANY_TAG, TAG_UB_VALUE
+from ..errors import ERR_TRUNCATE
+from ..errors import Exception as MPIException
+from ..mca.pml.interface import PmlModule, SendMode
+from ..request import CoreRequest
+from .comm import Intracomm
+from .communicator import Communicator
+from .process import MpiProcess
+
+
+@attrs.define(eq=False)
+class LoopbackMessage:
+    """A message in flight: who sent it, its tag, a copy of its bytes and the send request."""
+
+    source: int
+    tag: int
+    data: bytes
+    send: CoreRequest | None  # completed at match time (synchronous sends)
+
+    @property
+    def count(self) -> int:
+        return len(self.data)
+
+
+class LoopbackRecv(CoreRequest):
+    __slots__ = ("queue", "spec", "want_source", "want_tag")
+
+    def cancel(self) -> None:
+        with self.queue.fabric.lock:
+            if self.complete or self not in self.queue.posted:
+                return
+            self.queue.posted.remove(self)
+            self.cancelled = True
+            self.finish()
+
+
+@attrs.define(eq=False)
+class MatchQueue:
+    """The matching state of one communicator in one process."""
+
+    fabric: Fabric
+    posted: list[LoopbackRecv] = attrs.field(factory=list)
+    unexpected: list[LoopbackMessage] = attrs.field(factory=list)
+
+
+def _matches(source: int, tag: int, want_source: int, want_tag: int) -> bool:
+    if want_source not in (ANY_SOURCE, source):
+        return False
+    if want_tag == ANY_TAG:
+        return tag >= 0
+    return want_tag == tag
+
+
+def _deliver(request: LoopbackRecv, message: LoopbackMessage) -> None:
+    view = request.spec.view
+    data = message.data
+    request.source, request.tag = message.source, message.tag
+    if message.send is not None:
+        message.send.finish()
+    if len(data) > view.nbytes:
+        view[:] = data[: view.nbytes]
+        request.count = view.nbytes
+        request.fail(
+            ERR_TRUNCATE,
+            MPIException(
+                ERR_TRUNCATE,
+                f"a message of {len(data)} bytes from rank {message.source} (tag {message.tag}) "
+                f"does not fit in the receive buffer of {view.nbytes} bytes",
+            ),
+        )
+        return
+    view[: len(data)] = data
+    request.count = len(data)
+    request.finish()
+
+
+class Fabric:
+    """The shared wire of a loopback world: matching queues per (context id, world rank)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.queues: dict[tuple[int, int], MatchQueue] = {}
+
+    def queue(self, cid: int, world_rank: int) -> MatchQueue:
+        key = (cid, world_rank)
+        queue = self.queues.get(key)
+        if queue is None:  # a message may arrive before its communicator exists here
+            queue = self.queues[key] = MatchQueue(self)
+        return queue
+
+
+class LoopbackPml(PmlModule):
+    """The PML of one loopback process."""
+
+    max_tag = TAG_UB_VALUE
+    max_contextid = 2**31 - 1
+
+    def __init__(self, fabric: Fabric, world_rank: int) -> None:
+        self.fabric = fabric
+        self.world_rank = world_rank
+        self.comms: set[int] = set()
+
+    def add_procs(self, procs: list[Any]) -> None:
+        pass
+
+    def del_procs(self, procs: list[Any]) -> None:
+        pass
+
+    def add_comm(self, comm: Any) -> None:
+        comm.pml_state = self.fabric.queue(comm.context_id, self.world_rank)
+        self.comms.add(comm.context_id)
+
+    def del_comm(self, comm: Any) -> None:
+        with self.fabric.lock:
+            self.fabric.queues.pop((comm.context_id, self.world_rank), None)
+        self.comms.discard(comm.context_id)
+        comm.pml_state = None
+
+    def isend(self, spec: Any, dest: int, tag: int, comm: Any, mode: SendMode) -> CoreRequest:
+        request = CoreRequest()
+        synchronous = mode is SendMode.SYNCHRONOUS
+        message = LoopbackMessage(
+            comm.rank, tag, bytes(spec.view), request if synchronous else None
+        )
+        with self.fabric.lock:
+            queue = self.fabric.queue(comm.context_id, comm.world_ranks[dest])
+            for posted in queue.posted:
+                if _matches(comm.rank, tag, posted.want_source, posted.want_tag):
+                    queue.posted.remove(posted)
+                    _deliver(posted, message)
+                    break
+            else:
+                queue.unexpected.append(message)
+        if not synchronous:
+            request.finish()
+        return request
+
+    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> CoreRequest:
+        request = LoopbackRecv()
+        request.spec, request.want_source, request.want_tag = spec, source, tag
+        with self.fabric.lock:
+            queue = request.queue = comm.pml_state
+            for index, message in enumerate(queue.unexpected):
+                if _matches(message.source, message.tag, source, tag):
+                    del queue.unexpected[index]
+                    _deliver(request, message)
+                    break
+            else:
+                queue.posted.append(request)
+        return request
+
+    def iprobe(self, source: int, tag: int, comm: Any) -> Any:
+        with self.fabric.lock:
+            for message in comm.pml_state.unexpected:
+                if _matches(message.source, message.tag, source, tag):
+                    return message
+        return None
+
+    def improbe(self, source: int, tag: int, comm: Any) -> Any:
+        with self.fabric.lock:
+            unexpected = comm.pml_state.unexpected
+            for index, message in enumerate(unexpected):
+                if _matches(message.source, message.tag, source, tag):
+                    del unexpected[index]
+                    return message
+        return None
+
+    def imrecv(self, spec: Any, message: Any) -> CoreRequest:
+        request = LoopbackRecv()
+        request.spec = spec
+        with self.fabric.lock:
+            _deliver(request, message)
+        return request
+
+    def progress(self) -> int:
+        return 0
+
+    def finalize(self) -> None:
+        pass
+
+
+@attrs.frozen
+class LoopbackProc:
+    """The Proc-like record the loopback world gives its processes (node ids matter)."""
+
+    rank: int
+    node_id: int = 0
+
+
+class AbortedError(Exception):
+    """Raised by ``Comm.Abort`` in a loopback world, instead of ending the interpreter."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"abort({code}): {message}")
+        self.code = code
+
+
+def _abort(code: int, message: str) -> None:
+    raise AbortedError(code, message)
+
+
+def make_world(
+    size: int, *, nodes: list[int] | None = None, abort: Callable[[int, str], Any] = _abort
+) -> list[Intracomm]:
+    """``size`` loopback processes; returns each one's COMM_WORLD (index = rank).
+
+    ``nodes`` gives each rank's node id (default: all on node 0), for ``Split_type``.
+    """
+    fabric = Fabric()
+    nodes = nodes or [0] * size
+    procs = tuple(LoopbackProc(rank, nodes[rank]) for rank in range(size))
+    worlds = []
+    for rank in range(size):
+        process = MpiProcess(
+            pml=LoopbackPml(fabric, rank),
+            engine=ProgressEngine(spin_count=0, block_max_ms=1.0),
+            world_rank=rank,
+            world_size=size,
+            procs=procs,
+            abort=abort,
+        )
+        world = Communicator.create(
+            process, 0, tuple(range(size)), "MPI_COMM_WORLD", predefined=True
+        )
+        worlds.append(Intracomm._of(world))
+    return worlds
+
+
+def run_ranks(
+    worlds: list[Intracomm], body: Callable[[Intracomm], Any], timeout: float = 30
+) -> list:
+    """Run ``body(world)`` for every rank in its own thread; their results in rank order.
+
+    An exception in any rank is raised here (the first by rank); a rank still running after
+    ``timeout`` seconds is reported as a deadlock.
+    """
+    results: list[Any] = [None] * len(worlds)
+    errors: list[BaseException | None] = [None] * len(worlds)
+
+    def run(rank: int) -> None:
+        try:
+            results[rank] = body(worlds[rank])
+        except BaseException as error:  # reported to the caller below
+            errors[rank] = error
+
+    threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(len(worlds))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    stuck = [rank for rank, thread in enumerate(threads) if thread.is_alive()]
+    if stuck:
+        raise TimeoutError(f"ranks {stuck} did not finish in {timeout} s (a deadlock?)")
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
