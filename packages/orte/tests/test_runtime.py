@@ -181,3 +181,18 @@ def test_a_singleton_abort_exits_with_the_code_says_why_and_cleans_up():
     assert result.returncode == 4
     assert "singleton aborted with code 4: no input" in result.stderr
     assert not os.path.exists(result.stdout.strip())
+
+
+def test_a_singletons_uncaught_exception_is_printed_as_usual(tmp_path):
+    program = "from ompy.orte.runtime import init\ninit()\nraise KeyError('lost key')\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMPY_")}
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        env={**env, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "KeyError: 'lost key'" in result.stderr

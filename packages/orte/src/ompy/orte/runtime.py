@@ -205,21 +205,31 @@ class Runtime:
         finally:
             self._client.close()
 
-    def report_exception(self, tb_text: str) -> None:
-        """Send a traceback to the launcher, which prints it with this rank's number."""
+    def report_exception(self, tb_text: str) -> bool:
+        """Send a traceback to the launcher, which prints it with this rank's number.
+
+        Returns whether the launcher has it; a singleton, or a rank that lost its launcher,
+        must print the traceback itself.
+        """
         self._failed = True
-        if self._client is not None and not self._finalized:
-            self._client.request(
-                protocol.EXCEPTION, timeout=LIFECYCLE_TIMEOUT, traceback=str(tb_text)
-            )
+        if self._client is None or self._finalized:
+            return False
+        self._client.request(protocol.EXCEPTION, timeout=LIFECYCLE_TIMEOUT, traceback=str(tb_text))
+        return True
 
     # -- hooks -------------------------------------------------------------------------------
 
     def _excepthook(self, kind, value, tb) -> None:
+        # The launcher prints a reported traceback once, tagged with the rank, and only for the
+        # rank that failed first; printing it here too would show every rank's consequential
+        # errors (peers failing their next fence) as well.
         text = "".join(traceback.format_exception(kind, value, tb))
-        with contextlib.suppress(Exception):  # reporting must never hide the original error
-            self.report_exception(text)
-        self._previous_hook(kind, value, tb)
+        try:
+            delivered = self.report_exception(text)
+        except Exception:  # reporting must never hide the original error
+            delivered = False
+        if not delivered:
+            self._previous_hook(kind, value, tb)
 
     def _at_exit(self) -> None:
         if self._finalized or os.getpid() != self.pid:
