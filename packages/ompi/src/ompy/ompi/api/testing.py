@@ -13,6 +13,7 @@ layer is what it is for, not speed.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -268,12 +269,15 @@ def run_ranks(
     threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in range(len(worlds))]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + timeout
     for thread in threads:
-        thread.join(timeout)
-    stuck = [rank for rank, thread in enumerate(threads) if thread.is_alive()]
-    if stuck:
-        raise TimeoutError(f"ranks {stuck} did not finish in {timeout} s (a deadlock?)")
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if any(error is not None for error in errors):
+            break  # a failed rank usually leaves its peers waiting for it
     for error in errors:
         if error is not None:
             raise error
+    stuck = [rank for rank, thread in enumerate(threads) if thread.is_alive()]
+    if stuck:
+        raise TimeoutError(f"ranks {stuck} did not finish in {timeout} s (a deadlock?)")
     return results
