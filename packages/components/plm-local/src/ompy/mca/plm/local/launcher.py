@@ -53,6 +53,36 @@ def _die_with_parent(parent_pid: int, prctl):
     return preexec
 
 
+def _launch_error(rank: int, argv: Sequence[str], cwd: Path, error: OSError) -> LaunchError:
+    """Say what kept ``rank`` from starting, with the shell's code (127 missing, 126 not runnable).
+
+    The kernel's answers are ambiguous: "no such file" naming a script that exists means its
+    interpreter is missing, and a failed ``chdir`` is reported under the directory's name.
+    """
+    if error.filename is not None and str(error.filename) == str(cwd):
+        return LaunchError(
+            f"cannot start rank {rank} in its working directory '{cwd}': {error.strerror}"
+        )
+    if isinstance(error, FileNotFoundError):
+        program = str(error.filename or "")
+        if "/" in program and (cwd / program).is_file():  # relative names run from cwd
+            return LaunchError(
+                f"cannot start rank {rank}: '{argv[0]}' exists, but the interpreter named on "
+                f"its '#!' line (or the loader it needs) does not",
+                127,
+            )
+        return LaunchError(f"cannot start rank {rank}: {error}", 127)
+    if isinstance(error, PermissionError):
+        return LaunchError(f"cannot start rank {rank}: {error}", 126)
+    if error.errno == errno.ENOEXEC:
+        return LaunchError(
+            f"cannot start rank {rank}: '{argv[0]}' is not a program this system can execute "
+            f"(a script needs a '#!' line)",
+            126,
+        )
+    return LaunchError(f"cannot start rank {rank}: {error}")
+
+
 class LocalRank(RankProcess):
     """A rank started by :class:`LocalLauncher`."""
 
@@ -119,16 +149,6 @@ class LocalLauncher(PlmModule):
                 # getppid and _exit (no locks, no imports; ctypes and prctl are resolved here).
                 preexec_fn=_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
             )
-        except FileNotFoundError as error:
-            raise LaunchError(f"cannot start rank {placement.rank}: {error}", 127) from None
-        except PermissionError as error:
-            raise LaunchError(f"cannot start rank {placement.rank}: {error}", 126) from None
         except OSError as error:
-            if error.errno == errno.ENOEXEC:
-                raise LaunchError(
-                    f"cannot start rank {placement.rank}: '{argv[0]}' is not a program this "
-                    f"system can execute (a script needs a '#!' line)",
-                    126,
-                ) from None
-            raise LaunchError(f"cannot start rank {placement.rank}: {error}") from None
+            raise _launch_error(placement.rank, argv, cwd, error) from None
         return LocalRank(placement.rank, popen)
