@@ -12,6 +12,8 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
+#: pytest runs as ``python -m pytest`` so that the repository root is on ``sys.path``: tests that
+#: start workers with multiprocessing's spawn method refer to them by module path.
 TEST_TOOLS = ["pytest>=8", "pytest-timeout", "hypothesis", "pip", "hatchling", "import-linter"]
 LINT_TOOLS = ["ruff", "import-linter"]
 
@@ -77,14 +79,14 @@ def isolation(session: nox.Session, distribution: str) -> None:
     tests = DISTRIBUTIONS[distribution] / "tests"
     if not tests.is_dir():
         session.error(f"{distribution} has no tests/ directory")
-    session.run("pytest", "-q", str(tests), *session.posargs)
+    session.run("python", "-m", "pytest", "-q", str(tests), *session.posargs)
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """Everything installed together: every unit test and every multi-process test."""
     session.install(*TEST_TOOLS, *(f"-e{path}" for path in DISTRIBUTIONS.values()))
-    session.run("pytest", "-q", *session.posargs)
+    session.run("python", "-m", "pytest", "-q", *session.posargs)
 
 
 @nox.session
