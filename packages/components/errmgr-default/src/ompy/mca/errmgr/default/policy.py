@@ -2,7 +2,9 @@
 
 * An uncaught Python exception, reported by the rank before it exits: code 1 (what Python
   itself exits with), and the traceback goes into the report.
-* abort(errorcode): the abort's error code, and its message goes into the report.
+* abort(errorcode): the abort's error code, and its message goes into the report.  A code
+  that is no exit status (outside 0..255) gives 1, as the aborting rank itself exits with:
+  the shell would read 256 as 0, success.
 * A non-zero exit: that code.  Death by a signal: 128 + the signal number.
 * Exiting with code 0 is a normal end, whether or not the rank ran ompy code.
 """
@@ -30,7 +32,7 @@ class FirstFailureEndsJob(ErrmgrModule):
             message = f": {event.message}" if event.message else ""
             return Failure(
                 event.rank,
-                event.errorcode,
+                event.errorcode if 0 <= event.errorcode <= 255 else 1,
                 f"called abort with error code {event.errorcode}{message}",
             )
         if isinstance(event, RankExited) and event.returncode != 0:
@@ -38,4 +40,8 @@ class FirstFailureEndsJob(ErrmgrModule):
             if event.finalized:
                 status += " after finalizing"
             return Failure(event.rank, exit_code_of(event.returncode), status)
-        return None
+        if isinstance(event, RankExited):
+            return None
+        raise TypeError(
+            f"errmgr 'default' cannot judge {event!r}: not a RankExited, RankAborted or RankRaised"
+        )
