@@ -230,6 +230,7 @@ def Finalize() -> None:
     for communicator in (self_comm, world):
         if communicator is not None:
             communicator.destroy()
+    process.close()
     comm_module.lifecycle["finalized"] = True
     _state.process = None
     set_world_group(None)

@@ -157,8 +157,10 @@ def start_object_send(
 class PickledRecv:
     """A receive of an object: match the stream message, receive it, then its buffers.
 
-    Reading ``complete`` advances the receive one step when it can, so the API's waits (loops
-    over the progress engine testing ``complete``) drive it with no extra machinery.
+    The process advances every pickled receive in progress from a progress callback, oldest
+    first (:meth:`~.process.MpiProcess.track_pickled`), so a receive matches while the program
+    waits for anything, and receives posted earlier match earlier.  Reading ``complete`` also
+    advances them, for waits that test before they progress.
     """
 
     __slots__ = (
@@ -201,12 +203,22 @@ class PickledRecv:
         self._stage = self._PROBE
         if message is not None:
             self._receive_stream(message)
+        comm.process.track_pickled(self)
 
     @property
     def complete(self) -> bool:
         if not self._done:
-            self._advance()
+            self.comm.process.advance_pickled()  # older receives match first
         return self._done
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def step(self) -> None:
+        """Advance as far as the messages that have arrived allow."""
+        if not self._done:
+            self._advance()
 
     def cancel(self) -> None:
         """Cancel while nothing has matched yet; afterwards the receive completes normally."""

@@ -36,6 +36,45 @@ class MpiProcess:
     #: Context ids of the live communicators of this process.
     cids: set[int] = attrs.field(factory=set)
     bsend: BsendPool = attrs.field(factory=BsendPool)
+    #: Receives of pickled objects still in progress, in posting order (see :mod:`.pickled`).
+    pickled_recvs: list[Any] = attrs.field(factory=list)
+    _progress_registered: bool = False
+    _advancing: bool = False
+
+    def track_pickled(self, receive: Any) -> None:
+        """Advance ``receive`` from the progress engine until it completes.
+
+        A pickled receive matches its message with a matched probe, which must keep happening
+        while the program waits for something else (a synchronous send to a peer that is
+        itself waiting for this receive), and in posting order, as a posted receive would.
+        """
+        self.pickled_recvs.append(receive)
+        if not self._progress_registered:
+            self._progress_registered = True
+            self.engine.register(self.advance_pickled)
+
+    def advance_pickled(self) -> int:
+        """One step for every pickled receive in progress, oldest first; how many finished."""
+        pending = self.pickled_recvs
+        if not pending or self._advancing:
+            return 0
+        self._advancing = True  # a step may progress the PML, which calls back here
+        try:
+            finished = 0
+            for receive in list(pending):
+                receive.step()
+                if receive.done:
+                    pending.remove(receive)
+                    finished += 1
+            return finished
+        finally:
+            self._advancing = False
+
+    def close(self) -> None:
+        """Stop advancing pickled receives (at finalize)."""
+        if self._progress_registered:
+            self._progress_registered = False
+            self.engine.unregister(self.advance_pickled)
 
     @property
     def max_tag(self) -> int:
