@@ -1,0 +1,76 @@
+"""Glue of the coll framework: selection per communicator, the schedule engine, shared helpers.
+
+For the API layer::
+
+    comm.coll = comm_select(comm)          # on communicator creation (Communicator.create)
+    comm_unselect(comm)                    # on Comm.Free / Finalize
+    comm.coll.allreduce(comm, sendspec, recvspec, op)
+
+For component authors, an algorithm written once as a schedule serves both forms::
+
+    from ompy.ompi.mca.coll.base import run_schedule, start_schedule, send, recv, combine
+
+    def linear_barrier(comm, tag):          # a generator of rounds (see .schedule)
+        ...
+        yield [recv(comm, empty, peer, tag) for peer in others]
+
+    class MyModule(CollModule):
+        def barrier(self, comm):
+            run_schedule(comm, linear_barrier)
+        def ibarrier(self, comm):
+            return start_schedule(comm, linear_barrier)
+
+A component that drives point-to-point itself (without schedules) takes one tag per call from
+:func:`next_tag`.
+"""
+
+from __future__ import annotations
+
+from .helpers import (
+    binomial_children,
+    binomial_parent,
+    block_view,
+    byte_spec,
+    combine,
+    copy,
+    recv,
+    region,
+    scratch,
+    send,
+    subtree_size,
+)
+from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
+from .select import comm_select, comm_unselect, opened_framework, reset_selection
+from .table import CollTable, Provider, build_table
+from .tags import FIRST_TAG, LAST_TAG, TAGS, claim_tag, next_tag
+
+__all__ = [
+    "FIRST_TAG",
+    "LAST_TAG",
+    "TAGS",
+    "Algorithm",
+    "CollTable",
+    "Provider",
+    "Schedule",
+    "binomial_children",
+    "binomial_parent",
+    "block_view",
+    "build_table",
+    "byte_spec",
+    "claim_tag",
+    "combine",
+    "comm_select",
+    "comm_unselect",
+    "copy",
+    "in_flight",
+    "next_tag",
+    "opened_framework",
+    "recv",
+    "region",
+    "reset_selection",
+    "run_schedule",
+    "scratch",
+    "send",
+    "start_schedule",
+    "subtree_size",
+]
