@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..group import Group
+from ..mca.coll.base import comm_select, comm_unselect
 from .process import MpiProcess
 
 
@@ -18,6 +19,7 @@ class Communicator:
 
     __slots__ = (
         "channels",
+        "coll",
         "context_id",
         "engine",
         "freed",
@@ -57,6 +59,8 @@ class Communicator:
         self.pml_state: Any = None
         #: Per destination: how many pickled messages with out-of-band buffers went there.
         self.channels: dict[int, int] = {}
+        #: The collective operations' function table (the coll framework's selection).
+        self.coll: Any = None
 
     @classmethod
     def create(
@@ -72,6 +76,7 @@ class Communicator:
         comm = cls(process, context_id, world_ranks, name, predefined=predefined)
         process.cids.add(context_id)
         process.pml.add_comm(comm)
+        comm.coll = comm_select(comm)
         return comm
 
     def destroy(self) -> None:
@@ -79,6 +84,7 @@ class Communicator:
         if self.freed:
             return
         self.freed = True
+        comm_unselect(self)
         self.pml.del_comm(self)
         self.process.cids.discard(self.context_id)
 
