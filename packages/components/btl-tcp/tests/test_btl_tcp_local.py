@@ -153,3 +153,21 @@ def test_a_missing_callback_for_a_received_tag_is_a_clear_error(pair):
     zero.send(endpoint, descriptor, TAG_USR + 1)
     with pytest.raises(ValueError, match=f"tag {TAG_USR + 1}, but no receive callback"):
         pair.engine.wait_until(lambda: False, timeout=5)
+
+
+@pytest.mark.parametrize("pair", [{"links": 2, "max_send_size": 1 << 20}], indirect=True)
+def test_each_module_counts_the_bytes_its_sockets_received(pair):
+    zero, one = pair.modules
+    for module in one:
+        module.add_procs(PROCS)
+    # The second frame is larger than a connection's receive buffer: it is read on its own.
+    sizes = {"tcp:lo:0": 10, "tcp:lo:1": 600_000}
+    for module in zero:
+        (_, endpoint) = module.add_procs(PROCS)
+        descriptor = module.prepare_src(endpoint, memoryview(bytes(sizes[module.name])), 0)
+        module.send(endpoint, descriptor, TAG_USR)
+    assert pair.engine.wait_until(lambda: len(pair.inboxes[1]) == 2, timeout=10)
+    assert {m.name: m.bytes_received for m in one} == {
+        name: wire.FRAME_SIZE + size for name, size in sizes.items()
+    }
+    assert [m.bytes_received for m in zero] == [0, 0]  # nothing was sent to rank 0

@@ -222,6 +222,7 @@ class Connection:
             self._eof()
             return 1
         self.end += count
+        self.module.bytes_received += count
         return self._parse()
 
     def _parse(self) -> int:
@@ -287,16 +288,19 @@ class Connection:
             while filled < length:
                 count = recv_into(big[filled:length])
                 if not count:
+                    self.module.bytes_received += filled - self.big_filled
                     self.big_filled = filled
                     self._eof()
                     return 1
                 filled += count
         except BlockingIOError:
+            self.module.bytes_received += filled - self.big_filled
             self.big_filled = filled
             return 0
         except OSError as error:
             self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
             return 1
+        self.module.bytes_received += filled - self.big_filled
         self.big = None
         self.big_filled = 0
         module = self.module

@@ -89,6 +89,10 @@ class TcpModule(BtlModule):
         self.rcvbuf = rcvbuf
         self.finalize_timeout = finalize_timeout
         self.rejected = 0  # incoming connections that failed the handshake (strangers)
+        # Bytes read from this module's sockets (frames and their headers), counted per read
+        # call rather than per frame: reported at finalize under btl_base_verbose >= 20, so a
+        # run can show which links carried a striped message.
+        self.bytes_received = 0
         self.receive_buffer = max(256 * 1024, 2 * (self.eager_limit + _FRAME_SIZE))
         self.setup_free_lists(initial=8, maximum=free_list_max)
         self.endpoints: dict[int, TcpEndpoint] = {}
@@ -385,6 +389,8 @@ class TcpModule(BtlModule):
             conn.drain_until_eof(deadline)
         self.endpoints.clear()
         self.unclaimed.clear()
+        if self.component.verbose:
+            self.component.say(f"{self.name}: received {self.bytes_received} bytes")
 
 
 def _skip(buffers: list, count: int) -> None:
