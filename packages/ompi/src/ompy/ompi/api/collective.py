@@ -1,0 +1,809 @@
+"""Collective methods of ``Intracomm``: buffer forms, nonblocking forms and pickled objects.
+
+Each method checks its arguments the way mpi4py does (same signatures, defaults and
+``MPI.IN_PLACE`` and root rules: a non-root's receive buffer of ``Gather``/``Reduce`` and send
+buffer of ``Scatter`` are ignored), turns the buffers into specs and calls the communicator's
+coll table (``comm.coll``, chosen per communicator by the coll framework), so the work is done
+by whichever component serves that operation.  Nonblocking forms wrap the table's request in
+an ``MPI.Request``.
+
+The lowercase forms move pickles (protocol 5) through the same table's byte operations: a
+broadcast of the length and then the bytes; gathers of sizes followed by the vector forms;
+reductions of objects gather the objects and fold them with the operation in rank order,
+``op(op(x0, x1), x2)``, as mpi4py does.  Every member receives its own unpickled copy, the
+root included.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..constants import BOTTOM, IN_PLACE
+from ..datatype import Datatype, from_code
+from ..datatype.buffer import (
+    BufferSpec,
+    VectorBufferSpec,
+    export_buffer,
+    parse_buffer,
+    parse_vector_buffer,
+)
+from ..datatype.predefined import BYTE
+from ..errors import ERR_ROOT, ERR_TYPE
+from ..errors import Exception as MPIException
+from ..mca.op.base import kernel
+from ..op import SUM, Op
+from .checks import as_int
+from .communicator import Communicator
+from .request import Request
+
+_PROTOCOL = 5
+
+
+class Collectives:
+    """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator)."""
+
+    __slots__ = ()
+
+    def _live(self, call: str) -> Communicator:  # provided by Comm
+        raise NotImplementedError
+
+    # -- barrier ---------------------------------------------------------------------------------
+
+    def Barrier(self) -> None:
+        """Barrier synchronization."""
+        c = self._live("Comm.Barrier")
+        c.coll.barrier(c)
+
+    def Ibarrier(self) -> Request:
+        """Nonblocking barrier synchronization."""
+        c = self._live("Comm.Ibarrier")
+        return Request._of(c.coll.ibarrier(c), c)
+
+    def barrier(self) -> None:
+        """Barrier synchronization."""
+        self.Barrier()
+
+    def ibarrier(self) -> Request:
+        """Nonblocking barrier."""
+        return self.Ibarrier()
+
+    # -- broadcast -------------------------------------------------------------------------------
+
+    def _bcast_args(self, call: str, buf: Any, root: Any) -> tuple[Communicator, BufferSpec, int]:
+        c = self._live(call)
+        root = _root(root, c, call)
+        return c, parse_buffer(buf, readonly=c.rank == root), root
+
+    def Bcast(self, buf: Any, root: int = 0) -> None:
+        """Broadcast data from one process to all other processes."""
+        c, spec, root = self._bcast_args("Comm.Bcast", buf, root)
+        c.coll.bcast(c, spec, root)
+
+    def Ibcast(self, buf: Any, root: int = 0) -> Request:
+        """Nonblocking broadcast."""
+        c, spec, root = self._bcast_args("Comm.Ibcast", buf, root)
+        return Request._of(c.coll.ibcast(c, spec, root), c)
+
+    # -- gather ----------------------------------------------------------------------------------
+
+    def _gather_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
+    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec | None, int]:
+        c = self._live(call)
+        root = _root(root, c, call)
+        if c.rank != root:
+            return c, _send_spec(sendbuf, call, in_place=False), None, root
+        if vector:
+            recvspec = parse_vector_buffer(recvbuf, c.size, readonly=False)
+        else:
+            recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
+        sendspec = _send_spec(sendbuf, call, in_place=True)
+        if not sendspec.in_place:
+            _same_size(sendspec.view, recvspec.block(c.rank), call, "the root's receive block")
+        return c, sendspec, recvspec, root
+
+    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        """Gather data to one process from all other processes."""
+        c, s, r, root = self._gather_args("Comm.Gather", sendbuf, recvbuf, root, False)
+        c.coll.gather(c, s, r, root)
+
+    def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        """Gather Vector: gather data to one process, with a count and displacement per rank."""
+        c, s, r, root = self._gather_args("Comm.Gatherv", sendbuf, recvbuf, root, True)
+        c.coll.gatherv(c, s, r, root)
+
+    def Igather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        """Nonblocking gather."""
+        c, s, r, root = self._gather_args("Comm.Igather", sendbuf, recvbuf, root, False)
+        return Request._of(c.coll.igather(c, s, r, root), c)
+
+    def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        """Nonblocking gather vector."""
+        c, s, r, root = self._gather_args("Comm.Igatherv", sendbuf, recvbuf, root, True)
+        return Request._of(c.coll.igatherv(c, s, r, root), c)
+
+    # -- scatter ---------------------------------------------------------------------------------
+
+    def _scatter_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
+    ) -> tuple[Communicator, VectorBufferSpec | None, BufferSpec, int]:
+        c = self._live(call)
+        root = _root(root, c, call)
+        if c.rank != root:
+            if recvbuf is IN_PLACE:
+                raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
+            return c, None, parse_buffer(recvbuf, readonly=False), root
+        if vector:
+            sendspec = parse_vector_buffer(sendbuf, c.size)
+        else:
+            sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
+        recvspec = parse_buffer(recvbuf, readonly=False, in_place=True)
+        if not recvspec.in_place:
+            _same_size(sendspec.block(c.rank), recvspec.view, call, "the root's receive message")
+        return c, sendspec, recvspec, root
+
+    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        """Scatter data from one process to all other processes."""
+        c, s, r, root = self._scatter_args("Comm.Scatter", sendbuf, recvbuf, root, False)
+        c.coll.scatter(c, s, r, root)
+
+    def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        """Scatter Vector: scatter data from one process, with a count and displacement per rank."""
+        c, s, r, root = self._scatter_args("Comm.Scatterv", sendbuf, recvbuf, root, True)
+        c.coll.scatterv(c, s, r, root)
+
+    def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        """Nonblocking scatter."""
+        c, s, r, root = self._scatter_args("Comm.Iscatter", sendbuf, recvbuf, root, False)
+        return Request._of(c.coll.iscatter(c, s, r, root), c)
+
+    def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
+        """Nonblocking scatter vector."""
+        c, s, r, root = self._scatter_args("Comm.Iscatterv", sendbuf, recvbuf, root, True)
+        return Request._of(c.coll.iscatterv(c, s, r, root), c)
+
+    # -- allgather -------------------------------------------------------------------------------
+
+    def _allgather_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
+    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec]:
+        c = self._live(call)
+        if vector:
+            recvspec = parse_vector_buffer(recvbuf, c.size, readonly=False)
+        else:
+            recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
+        sendspec = _send_spec(sendbuf, call, in_place=True)
+        if not sendspec.in_place:
+            _same_size(sendspec.view, recvspec.block(c.rank), call, "this rank's receive block")
+        return c, sendspec, recvspec
+
+    def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
+        """Gather to All: gather data from all processes and distribute it to all."""
+        c, s, r = self._allgather_args("Comm.Allgather", sendbuf, recvbuf, False)
+        c.coll.allgather(c, s, r)
+
+    def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
+        """Gather to All Vector."""
+        c, s, r = self._allgather_args("Comm.Allgatherv", sendbuf, recvbuf, True)
+        c.coll.allgatherv(c, s, r)
+
+    def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking gather to all."""
+        c, s, r = self._allgather_args("Comm.Iallgather", sendbuf, recvbuf, False)
+        return Request._of(c.coll.iallgather(c, s, r), c)
+
+    def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking gather to all vector."""
+        c, s, r = self._allgather_args("Comm.Iallgatherv", sendbuf, recvbuf, True)
+        return Request._of(c.coll.iallgatherv(c, s, r), c)
+
+    # -- all to all ------------------------------------------------------------------------------
+
+    def _alltoall_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
+    ) -> tuple[Communicator, VectorBufferSpec, VectorBufferSpec]:
+        c = self._live(call)
+        size = c.size
+        if vector:
+            recvspec = parse_vector_buffer(recvbuf, size, readonly=False)
+            sendspec = parse_vector_buffer(sendbuf, size, in_place=True)
+        else:
+            recvspec = _blocks(recvbuf, size, readonly=False, call=call)
+            if sendbuf is IN_PLACE:
+                sendspec = parse_vector_buffer(IN_PLACE, size, in_place=True)
+            else:
+                sendspec = _blocks(sendbuf, size, readonly=True, call=call)
+        if not sendspec.in_place:
+            _same_size(sendspec.block(c.rank), recvspec.block(c.rank), call, "the receive block")
+        return c, sendspec, recvspec
+
+    def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
+        """All to All Scatter/Gather: send data from all to all processes in a group."""
+        c, s, r = self._alltoall_args("Comm.Alltoall", sendbuf, recvbuf, False)
+        c.coll.alltoall(c, s, r)
+
+    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
+        """All to All Scatter/Gather Vector."""
+        c, s, r = self._alltoall_args("Comm.Alltoallv", sendbuf, recvbuf, True)
+        c.coll.alltoallv(c, s, r)
+
+    def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking all to all."""
+        c, s, r = self._alltoall_args("Comm.Ialltoall", sendbuf, recvbuf, False)
+        return Request._of(c.coll.ialltoall(c, s, r), c)
+
+    def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking all to all vector."""
+        c, s, r = self._alltoall_args("Comm.Ialltoallv", sendbuf, recvbuf, True)
+        return Request._of(c.coll.ialltoallv(c, s, r), c)
+
+    def _alltoallw_args(
+        self, call: str, sendbuf: Any, recvbuf: Any
+    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...]]:
+        c = self._live(call)
+        recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
+        if sendbuf is IN_PLACE:
+            return c, None, recvspecs
+        sendspecs = _w_specs(sendbuf, c.size, readonly=True, call=call)
+        _same_size(sendspecs[c.rank].view, recvspecs[c.rank].view, call, "the receive block")
+        return c, sendspecs, recvspecs
+
+    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
+        """All to All Scatter/Gather General: a count, byte displacement and datatype per rank."""
+        c, s, r = self._alltoallw_args("Comm.Alltoallw", sendbuf, recvbuf)
+        c.coll.alltoallw(c, s, r)
+
+    def Ialltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:
+        """Nonblocking all to all general."""
+        c, s, r = self._alltoallw_args("Comm.Ialltoallw", sendbuf, recvbuf)
+        return Request._of(c.coll.ialltoallw(c, s, r), c)
+
+    # -- reductions ------------------------------------------------------------------------------
+
+    def _reduce_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Any, root: Any
+    ) -> tuple[Communicator, BufferSpec, BufferSpec | None, int]:
+        c = self._live(call)
+        root = _root(root, c, call)
+        if c.rank != root:
+            sendspec = _send_spec(sendbuf, call, in_place=False)
+            _check_op(op, sendspec.datatype)
+            return c, sendspec, None, root
+        recvspec = parse_buffer(recvbuf, readonly=False)
+        sendspec = _reduction_send(sendbuf, recvspec, call)
+        _check_op(op, recvspec.datatype)
+        return c, sendspec, recvspec, root
+
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
+        """Reduce to Root."""
+        c, s, r, root = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
+        c.coll.reduce(c, s, r, op, root)
+
+    def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
+        """Reduce to Root (nonblocking)."""
+        c, s, r, root = self._reduce_args("Comm.Ireduce", sendbuf, recvbuf, op, root)
+        return Request._of(c.coll.ireduce(c, s, r, op, root), c)
+
+    def _everyone_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Any
+    ) -> tuple[Communicator, BufferSpec, BufferSpec]:
+        c = self._live(call)
+        recvspec = parse_buffer(recvbuf, readonly=False)
+        sendspec = _reduction_send(sendbuf, recvspec, call)
+        _check_op(op, recvspec.datatype)
+        return c, sendspec, recvspec
+
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        """Reduce to All."""
+        c, s, r = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
+        c.coll.allreduce(c, s, r, op)
+
+    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        """Reduce to All (nonblocking)."""
+        c, s, r = self._everyone_args("Comm.Iallreduce", sendbuf, recvbuf, op)
+        return Request._of(c.coll.iallreduce(c, s, r, op), c)
+
+    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        """Inclusive Scan."""
+        c, s, r = self._everyone_args("Intracomm.Scan", sendbuf, recvbuf, op)
+        c.coll.scan(c, s, r, op)
+
+    def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        """Inclusive Scan (nonblocking)."""
+        c, s, r = self._everyone_args("Intracomm.Iscan", sendbuf, recvbuf, op)
+        return Request._of(c.coll.iscan(c, s, r, op), c)
+
+    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        """Exclusive Scan (rank 0's receive buffer is left as it was)."""
+        c, s, r = self._everyone_args("Intracomm.Exscan", sendbuf, recvbuf, op)
+        c.coll.exscan(c, s, r, op)
+
+    def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        """Exclusive Scan (nonblocking)."""
+        c, s, r = self._everyone_args("Intracomm.Iexscan", sendbuf, recvbuf, op)
+        return Request._of(c.coll.iexscan(c, s, r, op), c)
+
+    def _reduce_scatter_block_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Any
+    ) -> tuple[Communicator, BufferSpec, BufferSpec]:
+        c = self._live(call)
+        size = c.size
+        if sendbuf is IN_PLACE:
+            whole = _blocks(recvbuf, size, readonly=False, call=call)
+            recvspec = _first_block(whole)
+            _check_op(op, recvspec.datatype)
+            return c, parse_buffer(IN_PLACE, in_place=True), recvspec
+        recvspec = parse_buffer(recvbuf, readonly=False)
+        blocks = _blocks(sendbuf, size, readonly=True, call=call)
+        _same_type(blocks.datatype, recvspec.datatype, call)
+        if blocks.counts and blocks.counts[0] != recvspec.count:
+            raise ValueError(
+                f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
+                f"count {recvspec.count}"
+            )
+        _check_op(op, recvspec.datatype)
+        return c, _whole(blocks), recvspec
+
+    def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        """Reduce-Scatter Block (regular, non-vector version)."""
+        c, s, r = self._reduce_scatter_block_args("Comm.Reduce_scatter_block", sendbuf, recvbuf, op)
+        c.coll.reduce_scatter_block(c, s, r, op)
+
+    def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
+        """Reduce-Scatter Block (nonblocking)."""
+        c, s, r = self._reduce_scatter_block_args(
+            "Comm.Ireduce_scatter_block", sendbuf, recvbuf, op
+        )
+        return Request._of(c.coll.ireduce_scatter_block(c, s, r, op), c)
+
+    def _reduce_scatter_args(
+        self, call: str, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Any
+    ) -> tuple[Communicator, BufferSpec, BufferSpec, tuple[int, ...]]:
+        c = self._live(call)
+        size, rank = c.size, c.rank
+        parsed = parse_buffer(recvbuf, readonly=False)
+        if sendbuf is IN_PLACE:
+            if recvcounts is None:
+                raise ValueError(
+                    f"{call}: with MPI.IN_PLACE the receive counts must be given (recvcounts)"
+                )
+            counts = _counts(recvcounts, size, call)
+            if parsed.count != sum(counts):
+                raise ValueError(
+                    f"{call}: mismatch in receive count {parsed.count} and sum(counts) "
+                    f"{sum(counts)}"
+                )
+            _check_op(op, parsed.datatype)
+            recvspec = _prefix(parsed, counts[rank])
+            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, counts
+        sendspec = _send_spec(sendbuf, call, in_place=False)
+        if recvcounts is None:
+            counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
+        else:
+            counts = _counts(recvcounts, size, call)
+        _same_type(sendspec.datatype, parsed.datatype, call)
+        if sendspec.count != sum(counts):
+            raise ValueError(
+                f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
+            )
+        if parsed.count != counts[rank]:
+            raise ValueError(
+                f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] "
+                f"{counts[rank]}"
+            )
+        _check_op(op, parsed.datatype)
+        return c, sendspec, parsed, counts
+
+    def Reduce_scatter(
+        self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
+    ) -> None:
+        """Reduce-Scatter (vector version)."""
+        c, s, r, counts = self._reduce_scatter_args(
+            "Comm.Reduce_scatter", sendbuf, recvbuf, recvcounts, op
+        )
+        c.coll.reduce_scatter(c, s, r, counts, op)
+
+    def Ireduce_scatter(
+        self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
+    ) -> Request:
+        """Reduce-Scatter (nonblocking)."""
+        c, s, r, counts = self._reduce_scatter_args(
+            "Comm.Ireduce_scatter", sendbuf, recvbuf, recvcounts, op
+        )
+        return Request._of(c.coll.ireduce_scatter(c, s, r, counts, op), c)
+
+    # -- pickled objects -------------------------------------------------------------------------
+
+    def bcast(self, obj: Any, root: int = 0) -> Any:
+        """Broadcast a Python object from one process to all other processes."""
+        c = self._live("Comm.bcast")
+        root = _root(root, c, "Comm.bcast")
+        data = _dumps(obj) if c.rank == root else None
+        return pickle.loads(_bcast_bytes(c, data, root))
+
+    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
+        """Gather Python objects to one process (``None`` on the others)."""
+        c = self._live("Comm.gather")
+        root = _root(root, c, "Comm.gather")
+        blocks = _gather_bytes(c, _dumps(sendobj), root)
+        return None if blocks is None else [pickle.loads(block) for block in blocks]
+
+    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
+        """Scatter Python objects: item ``i`` of the root's sequence goes to rank ``i``."""
+        c = self._live("Comm.scatter")
+        root = _root(root, c, "Comm.scatter")
+        pieces = None
+        if c.rank == root:
+            pieces = [_dumps(item) for item in _items(sendobj, c.size, "Comm.scatter")]
+        return pickle.loads(_scatter_bytes(c, pieces, root))
+
+    def allgather(self, sendobj: Any) -> list[Any]:
+        """Gather Python objects to every process."""
+        c = self._live("Comm.allgather")
+        return [pickle.loads(block) for block in _allgather_bytes(c, _dumps(sendobj))]
+
+    def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
+        """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
+        c = self._live("Comm.alltoall")
+        pieces = [_dumps(item) for item in _items(sendobj, c.size, "Comm.alltoall")]
+        return [pickle.loads(block) for block in _alltoall_bytes(c, pieces)]
+
+    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
+        """Reduce Python objects to the root (``None`` on the others)."""
+        c = self._live("Comm.reduce")
+        root = _root(root, c, "Comm.reduce")
+        function = _object_op(op, "Comm.reduce")
+        blocks = _gather_bytes(c, _dumps(sendobj), root)
+        if blocks is None:
+            return None
+        return _fold(function, [pickle.loads(block) for block in blocks])
+
+    def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
+        """Reduce Python objects to every process."""
+        c = self._live("Comm.allreduce")
+        function = _object_op(op, "Comm.allreduce")
+        blocks = _gather_bytes(c, _dumps(sendobj), 0)
+        data = None
+        if blocks is not None:
+            data = _dumps(_fold(function, [pickle.loads(block) for block in blocks]))
+        return pickle.loads(_bcast_bytes(c, data, 0))
+
+    def scan(self, sendobj: Any, op: Any = SUM) -> Any:
+        """Inclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr``."""
+        c = self._live("Intracomm.scan")
+        function = _object_op(op, "Intracomm.scan")
+        blocks = _allgather_bytes(c, _dumps(sendobj))[: c.rank + 1]
+        return _fold(function, [pickle.loads(block) for block in blocks])
+
+    def exscan(self, sendobj: Any, op: Any = SUM) -> Any:
+        """Exclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr-1``, rank 0 None."""
+        c = self._live("Intracomm.exscan")
+        function = _object_op(op, "Intracomm.exscan")
+        blocks = _allgather_bytes(c, _dumps(sendobj))[: c.rank]
+        if not blocks:
+            return None
+        return _fold(function, [pickle.loads(block) for block in blocks])
+
+
+# -- argument checks ------------------------------------------------------------------------------
+
+
+def _root(root: Any, c: Communicator, call: str) -> int:
+    root = as_int(root, f"{call}: root")
+    if 0 <= root < c.size:
+        return root
+    raise MPIException(
+        ERR_ROOT,
+        f"{call}: root {root} is not a rank of the communicator of size {c.size} "
+        f"(valid: 0..{c.size - 1})",
+    )
+
+
+def _send_spec(sendbuf: Any, call: str, *, in_place: bool) -> BufferSpec:
+    if sendbuf is IN_PLACE and not in_place:
+        raise ValueError(
+            f"{call}: MPI.IN_PLACE is not valid here (only as the root's send buffer of a "
+            "gather or reduction, or the send buffer of an all-to-all collective)"
+        )
+    return parse_buffer(sendbuf, in_place=in_place)
+
+
+def _check_op(op: Any, datatype: Datatype) -> None:
+    """Fail now, on every member, if ``op`` cannot reduce ``datatype`` (not mid-collective)."""
+    kernel(op, datatype)
+
+
+def _same_type(sent: Datatype, received: Datatype, call: str) -> None:
+    if sent != received:
+        raise ValueError(
+            f"{call}: mismatch in send and receive MPI datatypes ({sent.Get_name()} and "
+            f"{received.Get_name()})"
+        )
+
+
+def _reduction_send(sendbuf: Any, recvspec: BufferSpec, call: str) -> BufferSpec:
+    sendspec = parse_buffer(sendbuf, in_place=True)
+    if sendspec.in_place:
+        return sendspec
+    _same_type(sendspec.datatype, recvspec.datatype, call)
+    if sendspec.count != recvspec.count:
+        raise ValueError(
+            f"{call}: mismatch in send count {sendspec.count} and receive count {recvspec.count}"
+        )
+    return sendspec
+
+
+def _same_size(sent: memoryview, received: memoryview, call: str, where: str) -> None:
+    if sent.nbytes != received.nbytes:
+        raise ValueError(
+            f"{call}: this rank's send message has {sent.nbytes} bytes but {where} has "
+            f"{received.nbytes}; the counts and datatypes must describe the same amount of data"
+        )
+
+
+def _counts(recvcounts: Any, size: int, call: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(as_int(count, f"{call}: recvcounts item") for count in recvcounts)
+    except TypeError:
+        if isinstance(recvcounts, int | np.integer):
+            raise TypeError(
+                f"{call}: recvcounts must be a sequence of {size} counts, not a single int"
+            ) from None
+        raise
+    if len(counts) != size:
+        raise ValueError(
+            f"{call}: expecting {size} receive counts (one per rank), got {len(counts)}"
+        )
+    if any(count < 0 for count in counts):
+        raise ValueError(f"{call}: receive counts must not be negative, got {list(counts)}")
+    return counts
+
+
+# -- block messages ([buf, count, datatype] with one block per rank) ----------------------------
+
+
+def _count_given(msg: Any) -> bool:
+    """Whether a message names its count (then it is the count of each block)."""
+    if type(msg) is not list and type(msg) is not tuple:
+        return False
+    if len(msg) == 2:
+        if isinstance(msg[1], Datatype | str):
+            return False
+        spec = msg[1]
+    elif len(msg) in (3, 4):
+        spec = msg[1]
+    else:
+        return False
+    if type(spec) in (list, tuple):
+        spec = spec[0] if spec else None
+    return spec is not None
+
+
+def _blocks(msg: Any, size: int, *, readonly: bool, call: str) -> VectorBufferSpec:
+    """A message of ``size`` equal blocks, as mpi4py reads it: an explicit count is per block."""
+    spec = parse_buffer(msg, readonly=readonly)
+    extent = spec.datatype.extent
+    if _count_given(msg):
+        each = spec.count
+        end = spec.offset + each * size * extent
+        if end > spec.buffer.nbytes:
+            raise ValueError(
+                f"{call}: {size} blocks of {each} x {spec.datatype.Get_name()} do not fit in "
+                f"the buffer of {spec.buffer.nbytes} bytes"
+            )
+    else:
+        each, rest = divmod(spec.count, size) if size else (0, 0)
+        if rest:
+            raise ValueError(
+                f"{call}: message: cannot infer count, number of entries {spec.count} is not "
+                f"a multiple of required number of blocks {size}"
+            )
+    first = spec.offset // extent if extent else 0
+    displs = tuple(first + index * each for index in range(size))
+    return VectorBufferSpec(spec.buffer, (each,) * size, displs, spec.datatype)
+
+
+def _first_block(blocks: VectorBufferSpec) -> BufferSpec:
+    """Block 0 of ``blocks`` as a BufferSpec whose buffer/offset reach the whole message."""
+    count = blocks.counts[0] if blocks.counts else 0
+    offset = (blocks.displs[0] if blocks.displs else 0) * blocks.datatype.extent
+    view = blocks.buffer[offset : offset + count * blocks.datatype.extent]
+    return BufferSpec(view, count, blocks.datatype, blocks.buffer, offset)
+
+
+def _whole(blocks: VectorBufferSpec) -> BufferSpec:
+    """Every block of a regular message, as one BufferSpec."""
+    total = sum(blocks.counts)
+    offset = (blocks.displs[0] if blocks.displs else 0) * blocks.datatype.extent
+    view = blocks.buffer[offset : offset + total * blocks.datatype.extent]
+    return BufferSpec(view, total, blocks.datatype, blocks.buffer, offset)
+
+
+def _prefix(spec: BufferSpec, count: int) -> BufferSpec:
+    """The first ``count`` elements of ``spec``, keeping its buffer and offset."""
+    view = spec.view[: count * spec.datatype.extent]
+    return BufferSpec(view, count, spec.datatype, spec.buffer, spec.offset)
+
+
+def _w_specs(msg: Any, size: int, *, readonly: bool, call: str) -> tuple[BufferSpec, ...]:
+    """``[buf, (counts, displs), datatypes]``: displacements in bytes, one datatype per rank."""
+    if type(msg) not in (list, tuple) or len(msg) not in (2, 3, 4):
+        raise TypeError(
+            f"{call}: expecting [buf, (counts, displs), datatypes] or [buf, counts, displs, "
+            f"datatypes] (byte displacements, one datatype per rank), not {type(msg).__name__}"
+        )
+    if len(msg) == 2:
+        obj, types = msg
+        counts, displs = None, None
+    elif len(msg) == 3:
+        obj, pair, types = msg
+        counts, displs = pair
+    else:
+        obj, counts, displs, types = msg
+    counts = (1,) * size if counts is None else _counts(counts, size, call)
+    displs = (0,) * size if displs is None else _counts(displs, size, call)
+    datatypes = _datatypes(types, size, call)
+    if obj is None or obj is BOTTOM:
+        if any(counts):
+            raise ValueError(
+                f"{call}: MPI.BOTTOM (or None) as buffer with nonzero counts would address "
+                "absolute memory, which ompy does not support; give a buffer object instead"
+            )
+        empty = memoryview(bytearray(0))
+        return tuple(BufferSpec(empty, 0, datatype, empty) for datatype in datatypes)
+    buffer, _ = export_buffer(obj, readonly=readonly, infer=False)
+    specs = []
+    for rank, (count, displ, datatype) in enumerate(zip(counts, displs, datatypes, strict=True)):
+        nbytes = count * datatype.extent
+        if displ + nbytes > buffer.nbytes:
+            raise ValueError(
+                f"{call}: block {rank} ({count} x {datatype.Get_name()} at byte {displ}) does "
+                f"not fit in the buffer of {buffer.nbytes} bytes"
+            )
+        specs.append(BufferSpec(buffer[displ : displ + nbytes], count, datatype, buffer, displ))
+    return tuple(specs)
+
+
+def _datatypes(types: Any, size: int, call: str) -> tuple[Datatype, ...]:
+    if isinstance(types, Datatype | str):
+        types = [types] * size
+    found = []
+    for item in types:
+        datatype = from_code(item) if isinstance(item, str) else item
+        if not isinstance(datatype, Datatype):
+            raise TypeError(f"{call}: expecting Datatype items, not {type(item).__name__}")
+        if not datatype:
+            raise MPIException(ERR_TYPE, f"{call}: a datatype is DATATYPE_NULL")
+        found.append(datatype)
+    if len(found) != size:
+        raise ValueError(f"{call}: expecting {size} datatypes (one per rank), got {len(found)}")
+    return tuple(found)
+
+
+# -- pickled objects through the table's byte operations ---------------------------------------
+
+
+def _dumps(obj: Any) -> bytes:
+    return pickle.dumps(obj, _PROTOCOL)
+
+
+def _bytes_spec(data: bytes | bytearray | memoryview) -> BufferSpec:
+    view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    return BufferSpec(view, view.nbytes, BYTE, view)
+
+
+def _byte_blocks(buffer: bytearray, sizes: Sequence[int]) -> VectorBufferSpec:
+    displs, start = [], 0
+    for size in sizes:
+        displs.append(start)
+        start += size
+    return VectorBufferSpec(memoryview(buffer), tuple(sizes), tuple(displs), BYTE)
+
+
+def _lengths(values: np.ndarray) -> VectorBufferSpec:
+    """A regular block message of int64 lengths, one per rank (``values`` is writable)."""
+    spec = parse_buffer(values, readonly=False)
+    count = len(values)
+    return VectorBufferSpec(spec.buffer, (1,) * count, tuple(range(count)), spec.datatype)
+
+
+def _bcast_bytes(c: Communicator, data: bytes | None, root: int) -> bytes | bytearray:
+    length = np.array([0 if data is None else len(data)], dtype=np.int64)
+    c.coll.bcast(c, parse_buffer(length, readonly=False), root)
+    if c.rank == root:
+        assert data is not None
+        c.coll.bcast(c, _bytes_spec(data), root)
+        return data
+    received = bytearray(int(length[0]))
+    c.coll.bcast(c, _bytes_spec(received), root)
+    return received
+
+
+def _gather_bytes(c: Communicator, data: bytes, root: int) -> list[memoryview] | None:
+    mine = np.array([len(data)], dtype=np.int64)
+    if c.rank != root:
+        c.coll.gather(c, parse_buffer(mine), None, root)
+        c.coll.gatherv(c, _bytes_spec(data), None, root)
+        return None
+    sizes = np.zeros(c.size, dtype=np.int64)
+    c.coll.gather(c, parse_buffer(mine), _lengths(sizes), root)
+    buffer = bytearray(int(sizes.sum()))
+    blocks = _byte_blocks(buffer, [int(n) for n in sizes])
+    c.coll.gatherv(c, _bytes_spec(data), blocks, root)
+    return [blocks.block(rank) for rank in range(c.size)]
+
+
+def _scatter_bytes(c: Communicator, pieces: list[bytes] | None, root: int) -> bytes | bytearray:
+    mine = np.zeros(1, dtype=np.int64)
+    if c.rank != root:
+        c.coll.scatter(c, None, parse_buffer(mine, readonly=False), root)
+        received = bytearray(int(mine[0]))
+        c.coll.scatterv(c, None, _bytes_spec(received), root)
+        return received
+    assert pieces is not None
+    sizes = np.array([len(piece) for piece in pieces], dtype=np.int64)
+    c.coll.scatter(c, _lengths(sizes), parse_buffer(mine, readonly=False), root)
+    buffer = bytearray(b"".join(pieces))
+    blocks = _byte_blocks(buffer, [len(piece) for piece in pieces])
+    received = bytearray(len(pieces[root]))
+    c.coll.scatterv(c, blocks, _bytes_spec(received), root)
+    return received
+
+
+def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
+    sizes = np.zeros(c.size, dtype=np.int64)
+    c.coll.allgather(c, parse_buffer(np.array([count], dtype=np.int64)), _lengths(sizes))
+    return sizes
+
+
+def _allgather_bytes(c: Communicator, data: bytes) -> list[memoryview]:
+    sizes = _allgather_counts(c, len(data))
+    buffer = bytearray(int(sizes.sum()))
+    blocks = _byte_blocks(buffer, [int(n) for n in sizes])
+    c.coll.allgatherv(c, _bytes_spec(data), blocks)
+    return [blocks.block(rank) for rank in range(c.size)]
+
+
+def _alltoall_bytes(c: Communicator, pieces: list[bytes]) -> list[memoryview]:
+    outgoing_sizes = np.array([len(piece) for piece in pieces], dtype=np.int64)
+    incoming_sizes = np.zeros(c.size, dtype=np.int64)
+    c.coll.alltoall(c, _lengths(outgoing_sizes), _lengths(incoming_sizes))
+    outgoing = _byte_blocks(bytearray(b"".join(pieces)), [len(piece) for piece in pieces])
+    buffer = bytearray(int(incoming_sizes.sum()))
+    incoming = _byte_blocks(buffer, [int(n) for n in incoming_sizes])
+    c.coll.alltoallv(c, outgoing, incoming)
+    return [incoming.block(rank) for rank in range(c.size)]
+
+
+def _items(sendobj: Any, size: int, call: str) -> list[Any]:
+    if sendobj is None:
+        raise ValueError(f"{call}: the root must give a sequence of {size} objects, not None")
+    try:
+        items = list(sendobj)
+    except TypeError:
+        raise TypeError(
+            f"{call}: expecting a sequence of {size} objects (one per rank), not "
+            f"{type(sendobj).__name__}"
+        ) from None
+    if len(items) != size:
+        raise ValueError(f"{call}: expecting {size} items (one per rank), got {len(items)}")
+    return items
+
+
+def _object_op(op: Any, call: str) -> Any:
+    if not callable(op):
+        raise TypeError(
+            f"{call}: op must be an MPI.Op or a function of two objects, not {type(op).__name__}"
+        )
+    return op
+
+
+def _fold(function: Any, items: list[Any]) -> Any:
+    result = items[0]
+    for item in items[1:]:
+        result = function(result, item)
+    return result
