@@ -27,8 +27,9 @@ from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from .checks import as_int
 from .cid import agree_context_id
+from .collective import Collectives
 from .communicator import Communicator
-from .internal import allgather, barrier
+from .internal import allgather
 from .p2p import PointToPoint
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
@@ -281,15 +282,7 @@ class Comm(PointToPoint):
         c.destroy()
         self._c = None
 
-    # -- synchronization and abort -------------------------------------------------------------
-
-    def Barrier(self) -> None:
-        """Barrier synchronization."""
-        barrier(self._live("Comm.Barrier"))
-
-    def barrier(self) -> None:
-        """Barrier synchronization."""
-        self.Barrier()
+    # -- abort ---------------------------------------------------------------------------------
 
     def Abort(self, errorcode: int = 0) -> None:
         """Terminate the MPI execution environment (every process of the job)."""
@@ -298,7 +291,7 @@ class Comm(PointToPoint):
         c.process.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
-class Intracomm(Comm):
+class Intracomm(Comm, Collectives):
     """Intra-communicator."""
 
     __slots__ = ()
