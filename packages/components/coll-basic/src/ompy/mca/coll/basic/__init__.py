@@ -1,0 +1,7 @@
+"""The ``basic`` coll component: reference algorithms for every collective, on point-to-point."""
+
+__version__ = "0.1.0"
+
+from .component import BasicComponent, BasicModule  # after __version__: component.py imports it
+
+__all__ = ["BasicComponent", "BasicModule", "__version__"]
