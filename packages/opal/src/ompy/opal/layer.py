@@ -47,17 +47,10 @@ layer = Layer(
 
 
 def installed_layers() -> list[Layer]:
-    """Every installed layer, bottom first; a layer whose description cannot load is left out.
+    """Every installed layer, bottom first."""
+    from stevedore import ExtensionManager
 
-    (``ompy info`` reports such a layer with its error; ``ompy --version`` lists what works.)
-    """
-    from .mca.entrypoints import entry_points
-
+    manager = ExtensionManager(Layer.ENTRY_POINT_GROUP)
     order = {"opal": 0, "orte": 1, "ompi": 2}
-    layers = []
-    for entry_point in entry_points(Layer.ENTRY_POINT_GROUP):
-        try:
-            layers.append(entry_point.load())
-        except Exception:  # a broken layer must not hide the versions of the others
-            continue
+    layers = [ext.plugin for ext in manager.extensions]
     return sorted(layers, key=lambda layer: order.get(layer.name, 9))

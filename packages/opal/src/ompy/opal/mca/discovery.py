@@ -1,7 +1,6 @@
 """Finding components: names from installed metadata first, code only for what is selected.
 
-Listing entry points reads package metadata only (see :mod:`.entrypoints`, which reads what
-stevedore and importlib.metadata would, without their import cost on every rank's start), so an
+Listing entry points reads package metadata (stevedore caches it across processes), so an
 excluded component is never imported: a broken or slow plug-in costs nothing unless it is wanted.
 """
 
@@ -11,9 +10,9 @@ import warnings
 from collections import defaultdict
 
 import attrs
+from stevedore import ExtensionManager, NamedExtensionManager
 
 from .component import Component
-from .entrypoints import entry_points, load_target
 from .errors import ComponentVersionError
 from .framework import Framework
 
@@ -38,7 +37,8 @@ class LoadFailure:
 def list_candidates(group: str) -> tuple[list[Candidate], list[LoadFailure]]:
     """Installed components of a group; a name claimed by two targets is a failure for both."""
     targets: dict[str, set[str]] = defaultdict(set)
-    for entry_point in entry_points(group):
+    listing = NamedExtensionManager(group, names=[], on_missing_entrypoints_callback=None)
+    for entry_point in listing.list_entry_points():
         targets[entry_point.name].add(entry_point.value)
     candidates, failures = [], []
     for name in sorted(targets):
@@ -59,20 +59,27 @@ def load_components(
 ) -> tuple[list[type[Component]], list[LoadFailure]]:
     """Import the given components and check that they fit the framework's interface."""
     failures: list[LoadFailure] = []
+
+    def on_failure(_manager, entry_point, error: BaseException) -> None:
+        reason = f"{type(error).__name__}: {error}"
+        failures.append(LoadFailure(entry_point.name, entry_point.value, reason))
+
+    if not candidates:
+        return [], failures
+    manager = NamedExtensionManager(
+        framework.group,
+        names=[candidate.name for candidate in candidates],
+        on_load_failure_callback=on_failure,
+        on_missing_entrypoints_callback=None,
+    )
     loaded = []
-    for candidate in sorted(candidates, key=lambda c: c.name):
+    for extension in sorted(manager.extensions, key=lambda ext: ext.name):
         try:
-            plugin = load_target(candidate.target)
-        except Exception as error:
-            reason = f"{type(error).__name__}: {error}"
-            failures.append(LoadFailure(candidate.name, candidate.target, reason))
-            continue
-        try:
-            check_component_class(framework, candidate.name, plugin)
+            check_component_class(framework, extension.name, extension.plugin)
         except ComponentVersionError as error:
-            failures.append(LoadFailure(candidate.name, candidate.target, str(error)))
+            failures.append(LoadFailure(extension.name, extension.entry_point.value, str(error)))
         else:
-            loaded.append(plugin)
+            loaded.append(extension.plugin)
     return loaded, failures
 
 
@@ -122,19 +129,19 @@ def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Fram
     takes every other framework, or the tool listing them, down with it.
     """
     found: list[LoadFailure] = []
+
+    def on_failure(_manager, entry_point, error: BaseException) -> None:
+        reason = f"{type(error).__name__}: {error}"
+        found.append(LoadFailure(entry_point.name, entry_point.value, reason))
+
+    manager = ExtensionManager(Framework.ENTRY_POINT_GROUP, on_load_failure_callback=on_failure)
     frameworks = []
-    for entry_point in entry_points(Framework.ENTRY_POINT_GROUP):
-        try:
-            plugin = entry_point.load()
-        except Exception as error:
-            reason = f"{type(error).__name__}: {error}"
-            found.append(LoadFailure(entry_point.name, entry_point.value, reason))
-            continue
-        if isinstance(plugin, Framework):
-            frameworks.append(plugin)
+    for extension in manager.extensions:
+        if isinstance(extension.plugin, Framework):
+            frameworks.append(extension.plugin)
         else:
-            reason = f"names {plugin!r}, which is not an ompy Framework description"
-            found.append(LoadFailure(entry_point.name, entry_point.value, reason))
+            reason = f"names {extension.plugin!r}, which is not an ompy Framework description"
+            found.append(LoadFailure(extension.name, extension.entry_point.value, reason))
     if failures is not None:
         failures.extend(found)
     else:

@@ -8,8 +8,9 @@ code and a layer that is not installed simply has no subcommand.
 from __future__ import annotations
 
 import click
+from stevedore import NamedExtensionManager
 
-from ompy.opal.mca.entrypoints import entry_points
+from ompy.opal.layer import installed_layers
 
 COMMAND_GROUP = "ompy.cli"
 
@@ -18,27 +19,29 @@ class PluginGroup(click.Group):
     """A click group that lists and loads its commands from entry points."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({ep.name for ep in entry_points(COMMAND_GROUP)})
+        listing = NamedExtensionManager(
+            COMMAND_GROUP, names=[], on_missing_entrypoints_callback=None
+        )
+        return sorted({ep.name for ep in listing.list_entry_points()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        for entry_point in entry_points(COMMAND_GROUP):
-            if entry_point.name != cmd_name:
-                continue
-            try:
-                return entry_point.load()
-            except Exception as error:
-                raise click.ClickException(
-                    f"the '{entry_point.name}' subcommand ({entry_point.value}) failed to load: "
-                    f"{error}"
-                ) from error
-        return None
+        if cmd_name not in self.list_commands(ctx):
+            return None
+        manager = NamedExtensionManager(
+            COMMAND_GROUP, names=[cmd_name], on_load_failure_callback=_raise_load_error
+        )
+        return manager[cmd_name].plugin
+
+
+def _raise_load_error(_manager, entry_point, error: BaseException) -> None:
+    raise click.ClickException(
+        f"the '{entry_point.name}' subcommand ({entry_point.value}) failed to load: {error}"
+    )
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from ompy.opal.layer import installed_layers
-
     for layer in installed_layers():
         click.echo(f"{layer.distribution} {layer.version}")
     ctx.exit()
