@@ -1,0 +1,413 @@
+"""The tuned module of one communicator: pick an algorithm per call, prepare its buffers, run it.
+
+Each operation method reads the call's size facts (communicator size, message bytes, whether
+the operation commutes), asks :func:`~.decision.decide` for an algorithm (the user's forced
+one or the rule's), lays out the buffers the algorithm expects (the send buffer copied into
+the receive buffer, ``IN_PLACE`` data snapshotted, block accessors), and runs it: blocking
+calls in the caller with the module's reusable workspace, nonblocking calls on the progress
+engine with a workspace of their own.
+
+Every method also takes ``algorithm=`` (a name of :data:`~.decision.ALGORITHMS`), which
+overrides the parameter for that call: the test programs use it to run every algorithm in one
+job, since parameters cannot change once MPI is initialized.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ompy.ompi.mca.coll import CollModule
+from ompy.ompi.mca.coll.base import copy, region, run_schedule, start_schedule
+
+from .algorithms import (
+    allgather,
+    allreduce,
+    alltoall,
+    barrier,
+    bcast,
+    reduce,
+    reduce_scatter,
+    rooted,
+    scan,
+)
+from .decision import ALGORITHMS, decide
+from .util import Workspace
+
+#: Operation -> algorithm name -> schedule ``function(comm, tag, workspace, *args)``.
+SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
+    "barrier": {"recursive_doubling": barrier.recursive_doubling, "bruck": barrier.bruck},
+    "bcast": {
+        "binomial": bcast.binomial,
+        "pipeline": bcast.pipeline,
+        "binary": bcast.binary,
+        "scatter_allgather": bcast.scatter_allgather,
+    },
+    "reduce": {"binomial": reduce.binomial, "pipeline": reduce.pipeline},
+    "allreduce": {
+        "recursive_doubling": allreduce.recursive_doubling,
+        "ring": allreduce.ring,
+        "rabenseifner": allreduce.rabenseifner,
+        "reduce_bcast": allreduce.reduce_bcast,
+    },
+    "allgather": {
+        "ring": allgather.ring,
+        "recursive_doubling": allgather.recursive_doubling,
+        "bruck": allgather.bruck,
+        "neighbor_exchange": allgather.neighbor_exchange,
+    },
+    "allgatherv": {"ring": allgather.ring},
+    "alltoall": {"pairwise": alltoall.pairwise, "linear": alltoall.linear, "bruck": alltoall.bruck},
+    "alltoallv": {"pairwise": alltoall.pairwise, "linear": alltoall.linear},
+    "gather": {"binomial": rooted.binomial_gather, "linear": rooted.linear_gather},
+    "scatter": {"binomial": rooted.binomial_scatter, "linear": rooted.linear_scatter},
+    "reduce_scatter": {
+        "recursive_halving": reduce_scatter.recursive_halving,
+        "ring": reduce_scatter.ring,
+        "nonoverlapping": reduce_scatter.nonoverlapping,
+    },
+    "scan": {"recursive_doubling": scan.scan_recursive_doubling, "linear": scan.scan_linear},
+    "exscan": {
+        "recursive_doubling": scan.exscan_recursive_doubling,
+        "linear": scan.exscan_linear,
+    },
+}
+SCHEDULES["reduce_scatter_block"] = SCHEDULES["reduce_scatter"]
+
+
+@attrs.frozen
+class Settings:
+    """The component's parameters as one module needs them."""
+
+    #: Operation -> forced algorithm (``"auto"``: the decision rule).
+    forced: dict[str, str] = attrs.field(factory=lambda: dict.fromkeys(ALGORITHMS, "auto"))
+    #: Bytes per segment of the segmented algorithms.
+    segment: int = 1 << 20
+    #: ``coll_tuned_verbose``: 1 notes forced algorithms set aside, 10 every choice.
+    verbose: int = 0
+
+
+class TunedModule(CollModule):
+    """The operations coll/tuned implements on one communicator (the rest come from others)."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.workspace = Workspace(self.settings.segment)
+
+    def disable(self, comm: Any) -> None:
+        """Drop the scratch buffers with the communicator."""
+        self.workspace = Workspace(self.settings.segment)
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    def choose(
+        self, operation: str, size: int, nbytes: int, commutative: bool, algorithm: str | None
+    ) -> str:
+        """The algorithm of one call (``algorithm`` overrides the forced parameter)."""
+        forced = algorithm or self.settings.forced.get(operation, "auto")
+        name = decide(operation, forced, size, nbytes, commutative, self._note)
+        if self.settings.verbose >= 10:
+            self._note(f"{operation} of {nbytes} bytes on {size} ranks: {name}")
+        return name
+
+    def _note(self, message: str) -> None:
+        if self.settings.verbose >= 1:
+            print(f"[{os.getpid()}] coll:tuned: {message}", file=sys.stderr, flush=True)
+
+    def _go(self, comm: Any, blocking: bool, function: Callable[..., Any], *args: Any) -> Any:
+        if blocking:
+            run_schedule(comm, function, self.workspace, *args)
+            return None
+        return start_schedule(comm, function, self.workspace.fresh(), *args)
+
+    # -- operations ---------------------------------------------------------------------------
+
+    def _barrier(self, comm: Any, algorithm: str | None, blocking: bool) -> Any:
+        name = self.choose("barrier", comm.size, 0, True, algorithm)
+        return self._go(comm, blocking, SCHEDULES["barrier"][name])
+
+    def barrier(self, comm: Any, algorithm: str | None = None) -> None:
+        """Barrier: recursive doubling on ``2^k`` ranks, dissemination otherwise."""
+        self._barrier(comm, algorithm, True)
+
+    def ibarrier(self, comm: Any, algorithm: str | None = None) -> Any:
+        """Nonblocking barrier (the same algorithms as a schedule)."""
+        return self._barrier(comm, algorithm, False)
+
+    def _bcast(self, comm: Any, spec: Any, root: int, algorithm: str | None, blocking: bool) -> Any:
+        name = self.choose("bcast", comm.size, spec.view.nbytes, True, algorithm)
+        return self._go(comm, blocking, SCHEDULES["bcast"][name], spec.view, root)
+
+    def bcast(self, comm: Any, spec: Any, root: int, algorithm: str | None = None) -> None:
+        """Broadcast: binomial for short messages, scatter + allgather or a pipeline for long."""
+        self._bcast(comm, spec, root, algorithm, True)
+
+    def ibcast(self, comm: Any, spec: Any, root: int, algorithm: str | None = None) -> Any:
+        """Nonblocking broadcast."""
+        return self._bcast(comm, spec, root, algorithm, False)
+
+    def _reduce(  # noqa: PLR0917 (the interface's arguments, then the overrides)
+        self,
+        comm: Any,
+        sendspec: Any,
+        recvspec: Any,
+        op: Any,
+        root: int,
+        algorithm: str | None,
+        blocking: bool,
+    ) -> Any:
+        mine = recvspec if sendspec.in_place else sendspec
+        name = self.choose("reduce", comm.size, mine.view.nbytes, op.Is_commutative(), algorithm)
+        target = recvspec.view if comm.rank == root else None
+        args = (mine.view, target, mine.count, mine.datatype, op, root)
+        return self._go(comm, blocking, SCHEDULES["reduce"][name], *args)
+
+    def reduce(  # noqa: PLR0917 (the interface's arguments, then the override)
+        self,
+        comm: Any,
+        sendspec: Any,
+        recvspec: Any,
+        op: Any,
+        root: int,
+        algorithm: str | None = None,
+    ) -> None:
+        """Reduce: binomial tree, or a segmented chain for long vectors."""
+        self._reduce(comm, sendspec, recvspec, op, root, algorithm, True)
+
+    def ireduce(  # noqa: PLR0917 (the interface's arguments, then the override)
+        self,
+        comm: Any,
+        sendspec: Any,
+        recvspec: Any,
+        op: Any,
+        root: int,
+        algorithm: str | None = None,
+    ) -> Any:
+        """Nonblocking reduce."""
+        return self._reduce(comm, sendspec, recvspec, op, root, algorithm, False)
+
+    def _allreduce(  # noqa: PLR0917 (the interface's arguments, then the overrides)
+        self,
+        comm: Any,
+        sendspec: Any,
+        recvspec: Any,
+        op: Any,
+        algorithm: str | None,
+        blocking: bool,
+    ) -> Any:
+        result = recvspec.view
+        name = self.choose("allreduce", comm.size, result.nbytes, op.Is_commutative(), algorithm)
+        if not sendspec.in_place:
+            copy(result, sendspec.view)
+        args = (result, recvspec.count, recvspec.datatype, op)
+        return self._go(comm, blocking, SCHEDULES["allreduce"][name], *args)
+
+    def allreduce(
+        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
+    ) -> None:
+        """Allreduce: recursive doubling (short, or non-commutative); Rabenseifner or ring."""
+        self._allreduce(comm, sendspec, recvspec, op, algorithm, True)
+
+    def iallreduce(
+        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
+    ) -> Any:
+        """Nonblocking allreduce."""
+        return self._allreduce(comm, sendspec, recvspec, op, algorithm, False)
+
+    def _allgather(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None, blocking: bool
+    ) -> Any:
+        rank = comm.rank
+        width = recvspec.counts[0] * recvspec.datatype.extent
+        name = self.choose("allgather", comm.size, width, True, algorithm)
+        if not sendspec.in_place:
+            copy(recvspec.block(rank), sendspec.view)
+        if name == "ring":
+            return self._go(comm, blocking, allgather.ring, recvspec.block)
+        whole = recvspec.buffer
+
+        def blocks(first: int, stop: int) -> memoryview:
+            return whole[first * width : stop * width]
+
+        return self._go(comm, blocking, SCHEDULES["allgather"][name], blocks)
+
+    def allgather(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
+    ) -> None:
+        """Allgather: recursive doubling or Bruck (short), neighbor exchange or ring (long)."""
+        self._allgather(comm, sendspec, recvspec, algorithm, True)
+
+    def iallgather(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
+    ) -> Any:
+        """Nonblocking allgather."""
+        return self._allgather(comm, sendspec, recvspec, algorithm, False)
+
+    def allgatherv(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
+    ) -> None:
+        """Allgatherv: ring (any block layout)."""
+        total = sum(recvspec.counts) * recvspec.datatype.extent
+        name = self.choose("allgatherv", comm.size, total, True, algorithm)
+        if not sendspec.in_place:
+            copy(recvspec.block(comm.rank), sendspec.view)
+        run_schedule(comm, SCHEDULES["allgatherv"][name], self.workspace, recvspec.block)
+
+    def _alltoall(  # noqa: PLR0917 (the interface's arguments, then the overrides)
+        self,
+        comm: Any,
+        operation: str,
+        sendspec: Any,
+        recvspec: Any,
+        algorithm: str | None,
+        workspace: Workspace,
+    ) -> tuple[Callable[..., Any], Callable[[int], memoryview]]:
+        size = comm.size
+        width = recvspec.counts[0] * recvspec.datatype.extent if operation == "alltoall" else 0
+        name = self.choose(operation, size, width, True, algorithm)
+        if not sendspec.in_place:
+            return SCHEDULES[operation][name], sendspec.block
+        blocks = [recvspec.block(peer) for peer in range(size)]
+        snapshot = workspace.get("snapshot", sum(block.nbytes for block in blocks))
+        starts = [0]
+        for block in blocks:
+            end = starts[-1] + block.nbytes
+            copy(snapshot[starts[-1] : end], block)
+            starts.append(end)
+        return SCHEDULES[operation][name], lambda peer: snapshot[starts[peer] : starts[peer + 1]]
+
+    def alltoall(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
+    ) -> None:
+        """Alltoall: Bruck (short blocks, many ranks), linear (medium), pairwise (long)."""
+        function, outgoing = self._alltoall(
+            comm, "alltoall", sendspec, recvspec, algorithm, self.workspace
+        )
+        run_schedule(comm, function, self.workspace, outgoing, recvspec.block)
+
+    def ialltoall(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
+    ) -> Any:
+        """Nonblocking alltoall."""
+        workspace = self.workspace.fresh()
+        function, outgoing = self._alltoall(
+            comm, "alltoall", sendspec, recvspec, algorithm, workspace
+        )
+        return start_schedule(comm, function, workspace, outgoing, recvspec.block)
+
+    def alltoallv(
+        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
+    ) -> None:
+        """Alltoallv: linear up to 8 ranks, pairwise beyond."""
+        function, outgoing = self._alltoall(
+            comm, "alltoallv", sendspec, recvspec, algorithm, self.workspace
+        )
+        run_schedule(comm, function, self.workspace, outgoing, recvspec.block)
+
+    def gather(
+        self, comm: Any, sendspec: Any, recvspec: Any, root: int, algorithm: str | None = None
+    ) -> None:
+        """Gather (regular blocks): binomial for short blocks, linear for long."""
+        at_root = comm.rank == root
+        if at_root:
+            width = recvspec.counts[0] * recvspec.datatype.extent
+            own = recvspec.block(root) if sendspec.in_place else sendspec.view
+        else:
+            width, own = sendspec.view.nbytes, sendspec.view
+        name = self.choose("gather", comm.size, width, True, algorithm)
+        if name == "binomial":
+            whole = recvspec.buffer[: comm.size * width] if at_root else None
+            args: tuple[Any, ...] = (own, whole, width, root)
+        else:
+            args = (own, recvspec.block if at_root else None, root)
+        run_schedule(comm, SCHEDULES["gather"][name], self.workspace, *args)
+
+    def scatter(
+        self, comm: Any, sendspec: Any, recvspec: Any, root: int, algorithm: str | None = None
+    ) -> None:
+        """Scatter (regular blocks): binomial for short blocks, linear for long."""
+        at_root = comm.rank == root
+        if at_root:
+            width = sendspec.counts[0] * sendspec.datatype.extent
+            own = None if recvspec.in_place else recvspec.view
+        else:
+            width, own = recvspec.view.nbytes, recvspec.view
+        name = self.choose("scatter", comm.size, width, True, algorithm)
+        if name == "binomial":
+            whole = sendspec.buffer[: comm.size * width] if at_root else None
+            args: tuple[Any, ...] = (whole, own, width, root)
+        else:
+            args = (sendspec.block if at_root else None, own, root)
+        run_schedule(comm, SCHEDULES["scatter"][name], self.workspace, *args)
+
+    def _reduce_scatter(  # noqa: PLR0917 (one body for both forms)
+        self,
+        comm: Any,
+        operation: str,
+        sendspec: Any,
+        recvspec: Any,
+        counts: tuple[int, ...],
+        op: Any,
+        algorithm: str | None,
+    ) -> None:
+        datatype = recvspec.datatype
+        total = sum(counts)
+        source = region(recvspec, total) if sendspec.in_place else sendspec.view
+        name = self.choose(
+            operation, comm.size, total * datatype.extent, op.Is_commutative(), algorithm
+        )
+        args = (source, recvspec.view, counts, datatype, op)
+        run_schedule(comm, SCHEDULES[operation][name], self.workspace, *args)
+
+    def reduce_scatter_block(
+        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
+    ) -> None:
+        """Reduce-scatter of equal blocks: recursive halving or ring (commutative), else reduce."""
+        counts = (recvspec.count,) * comm.size
+        self._reduce_scatter(
+            comm, "reduce_scatter_block", sendspec, recvspec, counts, op, algorithm
+        )
+
+    def reduce_scatter(  # noqa: PLR0917 (the interface's arguments, then the override)
+        self,
+        comm: Any,
+        sendspec: Any,
+        recvspec: Any,
+        recvcounts: tuple[int, ...],
+        op: Any,
+        algorithm: str | None = None,
+    ) -> None:
+        """Reduce-scatter: recursive halving or ring (commutative), else reduce then scatter."""
+        self._reduce_scatter(
+            comm, "reduce_scatter", sendspec, recvspec, tuple(recvcounts), op, algorithm
+        )
+
+    def _scan(  # noqa: PLR0917 (one body for both forms)
+        self,
+        comm: Any,
+        operation: str,
+        sendspec: Any,
+        recvspec: Any,
+        op: Any,
+        algorithm: str | None,
+    ) -> None:
+        source = recvspec.view if sendspec.in_place else sendspec.view
+        name = self.choose(operation, comm.size, source.nbytes, op.Is_commutative(), algorithm)
+        args = (source, recvspec.view, recvspec.count, recvspec.datatype, op)
+        run_schedule(comm, SCHEDULES[operation][name], self.workspace, *args)
+
+    def scan(
+        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
+    ) -> None:
+        """Inclusive scan: a chain on up to 3 ranks, recursive doubling beyond."""
+        self._scan(comm, "scan", sendspec, recvspec, op, algorithm)
+
+    def exscan(
+        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
+    ) -> None:
+        """Exclusive scan: a chain on up to 3 ranks, recursive doubling beyond."""
+        self._scan(comm, "exscan", sendspec, recvspec, op, algorithm)
