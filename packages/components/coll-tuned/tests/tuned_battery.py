@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ompy.mca.coll.tuned import ALGORITHMS, Settings, TunedModule
+from ompy.mca.coll.tuned.module import SEGMENTS
 from ompy.ompi.datatype.buffer import IN_PLACE_SPEC, parse_buffer, parse_vector_buffer
 from ompy.ompi.op import MAX, PROD, SUM, Op
 
@@ -114,7 +115,7 @@ class Battery:
         self.comm = comm
         self.c = comm._c
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.module = TunedModule(Settings(segment=SEGMENT))
+        self.module = TunedModule(Settings(segments=dict.fromkeys(SEGMENTS, SEGMENT)))
         self.passed: list[str] = []
 
     def roots(self) -> list[int]:

@@ -18,7 +18,13 @@ from ompy.opal.mca.params import ParamType, ParamValueError
 
 from . import __version__
 from .decision import ALGORITHMS, MEASURE
-from .module import Settings, TunedModule
+from .module import SEGMENTS, Settings, TunedModule
+
+SEGMENTED = {
+    "bcast": "pipeline, binary",
+    "reduce": "pipeline",
+    "allreduce": "ring",
+}
 
 
 class TunedComponent(CollComponent):
@@ -46,15 +52,16 @@ class TunedComponent(CollComponent):
                 choices=choices,
                 level=5,
             )
-        self.register_param(
-            "segment_size",
-            ParamType.INT,
-            1 << 20,
-            "Bytes per segment of the segmented algorithms (bcast pipeline and binary tree, "
-            "reduce pipeline, allreduce ring); 0: do not segment",
-            minimum=0,
-            level=6,
-        )
+        for operation, default in SEGMENTS.items():
+            self.register_param(
+                f"{operation}_segment_size",
+                ParamType.INT,
+                default,
+                f"Bytes per segment of the segmented {operation} algorithms "
+                f"({SEGMENTED[operation]}); 0: whole messages",
+                minimum=0,
+                level=6,
+            )
         self.register_param(
             "verbose",
             ParamType.INT,
@@ -75,7 +82,7 @@ class TunedComponent(CollComponent):
         try:
             self.settings = Settings(
                 forced={op: self.param(f"{op}_algorithm") for op in ALGORITHMS},
-                segment=self.param("segment_size"),
+                segments={op: self.param(f"{op}_segment_size") for op in SEGMENTS},
                 verbose=self.param("verbose"),
             )
         except ParamValueError as error:

@@ -75,7 +75,7 @@ def _reduce(size: int, nbytes: int, commutative: bool) -> str:
 
 
 def _allreduce(size: int, nbytes: int, commutative: bool) -> str:
-    if not commutative or nbytes < 16 * KIB or size == 2:
+    if not commutative or nbytes < 16 * KIB:
         return "recursive_doubling"
     return "rabenseifner" if is_pof2(size) else "ring"
 

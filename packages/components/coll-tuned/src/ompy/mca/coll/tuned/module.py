@@ -78,6 +78,12 @@ SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
 }
 SCHEDULES["reduce_scatter_block"] = SCHEDULES["reduce_scatter"]
 
+#: Default segment sizes of the operations that have segmented algorithms.  Long messages go
+#: through the PML's rendezvous (a handshake each), so segments only pay where forwarding a
+#: piece early lets other ranks start (bcast, reduce chains); the allreduce ring sends whole
+#: blocks unless told otherwise.
+SEGMENTS: dict[str, int] = {"bcast": 128 << 10, "reduce": 128 << 10, "allreduce": 0}
+
 
 @attrs.frozen
 class Settings:
@@ -85,8 +91,8 @@ class Settings:
 
     #: Operation -> forced algorithm (``"auto"``: the decision rule).
     forced: dict[str, str] = attrs.field(factory=lambda: dict.fromkeys(ALGORITHMS, "auto"))
-    #: Bytes per segment of the segmented algorithms.
-    segment: int = 1 << 20
+    #: Operation -> bytes per segment of its segmented algorithms (0: whole messages).
+    segments: dict[str, int] = attrs.field(factory=lambda: dict(SEGMENTS))
     #: ``coll_tuned_verbose``: 1 notes forced algorithms set aside, 10 every choice.
     verbose: int = 0
 
@@ -96,11 +102,11 @@ class TunedModule(CollModule):
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.workspace = Workspace(self.settings.segment)
+        self.workspace = Workspace()
 
     def disable(self, comm: Any) -> None:
         """Drop the scratch buffers with the communicator."""
-        self.workspace = Workspace(self.settings.segment)
+        self.workspace = Workspace()
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -118,17 +124,22 @@ class TunedModule(CollModule):
         if self.settings.verbose >= 1:
             print(f"[{os.getpid()}] coll:tuned: {message}", file=sys.stderr, flush=True)
 
-    def _go(self, comm: Any, blocking: bool, function: Callable[..., Any], *args: Any) -> Any:
+    def _go(
+        self, comm: Any, blocking: bool, operation: str, function: Callable[..., Any], *args: Any
+    ) -> Any:
+        segment = self.settings.segments.get(operation, 0)
         if blocking:
-            run_schedule(comm, function, self.workspace, *args)
+            workspace = self.workspace
+            workspace.segment = segment
+            run_schedule(comm, function, workspace, *args)
             return None
-        return start_schedule(comm, function, self.workspace.fresh(), *args)
+        return start_schedule(comm, function, Workspace(segment), *args)
 
     # -- operations ---------------------------------------------------------------------------
 
     def _barrier(self, comm: Any, algorithm: str | None, blocking: bool) -> Any:
         name = self.choose("barrier", comm.size, 0, True, algorithm)
-        return self._go(comm, blocking, SCHEDULES["barrier"][name])
+        return self._go(comm, blocking, "barrier", SCHEDULES["barrier"][name])
 
     def barrier(self, comm: Any, algorithm: str | None = None) -> None:
         """Barrier: recursive doubling on ``2^k`` ranks, dissemination otherwise."""
@@ -140,7 +151,7 @@ class TunedModule(CollModule):
 
     def _bcast(self, comm: Any, spec: Any, root: int, algorithm: str | None, blocking: bool) -> Any:
         name = self.choose("bcast", comm.size, spec.view.nbytes, True, algorithm)
-        return self._go(comm, blocking, SCHEDULES["bcast"][name], spec.view, root)
+        return self._go(comm, blocking, "bcast", SCHEDULES["bcast"][name], spec.view, root)
 
     def bcast(self, comm: Any, spec: Any, root: int, algorithm: str | None = None) -> None:
         """Broadcast: binomial for short messages, scatter + allgather or a pipeline for long."""
@@ -164,7 +175,7 @@ class TunedModule(CollModule):
         name = self.choose("reduce", comm.size, mine.view.nbytes, op.Is_commutative(), algorithm)
         target = recvspec.view if comm.rank == root else None
         args = (mine.view, target, mine.count, mine.datatype, op, root)
-        return self._go(comm, blocking, SCHEDULES["reduce"][name], *args)
+        return self._go(comm, blocking, "reduce", SCHEDULES["reduce"][name], *args)
 
     def reduce(  # noqa: PLR0917 (the interface's arguments, then the override)
         self,
@@ -204,7 +215,7 @@ class TunedModule(CollModule):
         if not sendspec.in_place:
             copy(result, sendspec.view)
         args = (result, recvspec.count, recvspec.datatype, op)
-        return self._go(comm, blocking, SCHEDULES["allreduce"][name], *args)
+        return self._go(comm, blocking, "allreduce", SCHEDULES["allreduce"][name], *args)
 
     def allreduce(
         self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
@@ -227,13 +238,13 @@ class TunedModule(CollModule):
         if not sendspec.in_place:
             copy(recvspec.block(rank), sendspec.view)
         if name == "ring":
-            return self._go(comm, blocking, allgather.ring, recvspec.block)
+            return self._go(comm, blocking, "allgather", allgather.ring, recvspec.block)
         whole = recvspec.buffer
 
         def blocks(first: int, stop: int) -> memoryview:
             return whole[first * width : stop * width]
 
-        return self._go(comm, blocking, SCHEDULES["allgather"][name], blocks)
+        return self._go(comm, blocking, "allgather", SCHEDULES["allgather"][name], blocks)
 
     def allgather(
         self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
@@ -293,7 +304,7 @@ class TunedModule(CollModule):
         self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
     ) -> Any:
         """Nonblocking alltoall."""
-        workspace = self.workspace.fresh()
+        workspace = Workspace()
         function, outgoing = self._alltoall(
             comm, "alltoall", sendspec, recvspec, algorithm, workspace
         )

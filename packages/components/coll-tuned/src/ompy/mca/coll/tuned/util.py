@@ -31,7 +31,7 @@ class Workspace:
 
     __slots__ = ("_buffers", "segment")
 
-    def __init__(self, segment: int = 1 << 20) -> None:
+    def __init__(self, segment: int = 0) -> None:
         self._buffers: dict[Any, bytearray] = {}
         self.segment = segment
 
@@ -41,10 +41,6 @@ class Workspace:
         if buffer is None or len(buffer) < nbytes:
             buffer = self._buffers[slot] = bytearray(nbytes)
         return memoryview(buffer)[:nbytes]
-
-    def fresh(self) -> Workspace:
-        """An empty workspace with the same settings (for a nonblocking call)."""
-        return Workspace(self.segment)
 
 
 def pof2_below(size: int) -> int:
