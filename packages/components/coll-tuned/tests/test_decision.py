@@ -1,0 +1,114 @@
+"""The decision rules and the parameters of coll/tuned, without any communication."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ompy.mca.coll.tuned import ALGORITHMS, TunedComponent, decide
+from ompy.mca.coll.tuned.decision import RULES, obstacle
+from ompy.opal.mca.params import Registry
+
+KIB = 1024
+
+
+@pytest.mark.parametrize("operation", sorted(ALGORITHMS))
+def test_the_automatic_choice_can_always_run(operation):
+    for size, nbytes, commutative in itertools.product(
+        range(1, 18), [0, 8, 16 * KIB, 1 << 20, 64 << 20], [True, False]
+    ):
+        chosen = decide(operation, "auto", size, nbytes, commutative)
+        assert chosen in ALGORITHMS[operation][1:]
+        assert obstacle(operation, chosen, size, commutative) is None, (size, nbytes)
+
+
+def test_rules_follow_size_and_message_size():
+    assert decide("allreduce", "auto", 4, 8, True) == "recursive_doubling"
+    assert decide("allreduce", "auto", 4, 8 << 20, True) == "rabenseifner"
+    assert decide("allreduce", "auto", 2, 8 << 20, True) == "rabenseifner"
+    assert decide("allreduce", "auto", 6, 8 << 20, True) == "ring"
+    assert decide("allreduce", "auto", 6, 8 << 20, False) == "recursive_doubling"
+    assert decide("barrier", "auto", 4, 0, True) == "recursive_doubling"
+    assert decide("barrier", "auto", 5, 0, True) == "bruck"
+    assert decide("bcast", "auto", 4, 8, True) == "binomial"
+    assert decide("allgather", "auto", 6, 1 << 20, True) == "neighbor_exchange"
+    assert decide("allgather", "auto", 5, 1 << 20, True) == "ring"
+    assert decide("reduce_scatter", "auto", 5, 8, False) == "nonoverlapping"
+
+
+def test_a_forced_algorithm_is_used_when_it_can_run():
+    notes = []
+    assert decide("allreduce", "ring", 3, 8, True, notes.append) == "ring"
+    assert decide("allgather", "bruck", 4, 8, True, notes.append) == "bruck"
+    assert notes == []
+
+
+@pytest.mark.parametrize(
+    ("operation", "forced", "size", "commutative", "reason"),
+    [
+        ("allreduce", "rabenseifner", 4, False, "it needs a commutative operation"),
+        ("allreduce", "ring", 4, False, "it needs a commutative operation"),
+        ("reduce_scatter", "ring", 4, False, "it needs a commutative operation"),
+        ("reduce_scatter_block", "recursive_halving", 3, False, "commutative"),
+        ("allgather", "recursive_doubling", 6, True, "power-of-two number of ranks, not 6"),
+        ("allgather", "neighbor_exchange", 5, True, "an even number of ranks, not 5"),
+    ],
+)
+def test_a_forced_algorithm_that_cannot_run_gives_way_with_one_note(
+    operation, forced, size, commutative, reason
+):
+    notes = []
+    chosen = decide(operation, forced, size, 1 << 20, commutative, notes.append)
+    assert chosen == RULES[operation](size, 1 << 20, commutative)
+    assert obstacle(operation, chosen, size, commutative) is None
+    assert len(notes) == 1
+    assert notes[0].startswith(f"coll_tuned_{operation}_algorithm={forced} cannot run here (")
+    assert reason in notes[0]
+    assert notes[0].endswith(f"using {chosen}")
+
+
+def test_an_unknown_algorithm_is_an_error_naming_the_choices():
+    with pytest.raises(ValueError, match=r"'fastest' is not a bcast algorithm.*binomial, pipeline"):
+        decide("bcast", "fastest", 4, 8, True)
+
+
+def _component(environ):
+    component = TunedComponent(Registry(environ=environ, files=[]))
+    component.register_params()
+    return component
+
+
+def test_every_operation_has_an_enum_parameter_defaulting_to_auto():
+    component = _component({})
+    component.open()
+    assert component.settings.forced == dict.fromkeys(ALGORITHMS, "auto")
+    assert component.priority == 30  # above basic (10)
+    specs = {spec.name: spec for spec in component.registry.specs()}
+    for operation, choices in ALGORITHMS.items():
+        assert specs[f"coll_tuned_{operation}_algorithm"].choices == choices
+
+
+def test_parameters_reach_the_module_settings():
+    component = _component(
+        {
+            "OMPY_MCA_coll_tuned_allreduce_algorithm": "ring",
+            "OMPY_MCA_coll_tuned_bcast_segment_size": "4096",
+            "OMPY_MCA_coll_tuned_verbose": "1",
+        }
+    )
+    component.open()
+    module = component.query(None).module
+    assert module.settings.forced["allreduce"] == "ring"
+    assert module.settings.forced["bcast"] == "auto"
+    assert module.settings.segments["bcast"] == 4096
+    assert module.settings.verbose == 1
+
+
+def test_a_bad_value_is_said_on_stderr_and_keeps_the_component_out(capsys):
+    component = _component({"OMPY_MCA_coll_tuned_barrier_algorithm": "fastest"})
+    with pytest.raises(ValueError, match="coll_tuned_barrier_algorithm"):
+        component.open()
+    err = capsys.readouterr().err
+    assert "coll:tuned: not used: MCA parameter 'coll_tuned_barrier_algorithm'" in err
+    assert "expected one of auto, recursive_doubling, bruck" in err
