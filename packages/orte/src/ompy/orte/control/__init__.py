@@ -8,9 +8,16 @@ life-cycle (``finalize``, ``abort``, uncaught exceptions).  The server reports t
 through :mod:`events <ompy.orte.control.events>`.
 
 Wire format: 4-byte big-endian length + one msgpack map (:mod:`.wire`); never pickle.
+
+Every rank imports this package on its way up but needs only the client side, so the server
+and its events are imported on first use (``ompy.orte.control.ControlServer`` works as
+before): that keeps attrs class building for the launcher's types out of every rank's start.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .client import ControlClient, format_all_stacks
 from .environment import (
@@ -29,17 +36,45 @@ from .errors import (
     ModexKeyError,
     RequestError,
 )
-from .events import (
-    BadClient,
-    Event,
-    RankAborted,
-    RankConnected,
-    RankException,
-    RankFinalized,
-    RankLost,
-)
-from .server import ControlServer
 from .store import ModexStore
+
+if TYPE_CHECKING:
+    from .events import (
+        BadClient,
+        Event,
+        RankAborted,
+        RankConnected,
+        RankException,
+        RankFinalized,
+        RankLost,
+    )
+    from .server import ControlServer
+
+#: Launcher-side names, imported on first access (PEP 562).
+_LAZY = {
+    "ControlServer": ".server",
+    "BadClient": ".events",
+    "Event": ".events",
+    "RankAborted": ".events",
+    "RankConnected": ".events",
+    "RankException": ".events",
+    "RankFinalized": ".events",
+    "RankLost": ".events",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "VARIABLES",

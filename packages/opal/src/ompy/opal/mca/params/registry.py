@@ -8,7 +8,6 @@ then cached, so reading a parameter on a hot path costs one dictionary lookup.  
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -204,6 +203,8 @@ class Registry:
         unknown = []
         for name, setting in sorted(self.user_settings().items()):
             if name not in self._specs:
+                import difflib  # only when warning about an unknown name
+
                 close = difflib.get_close_matches(name, self._specs, n=3, cutoff=0.6)
                 unknown.append((setting, close))
         return unknown
