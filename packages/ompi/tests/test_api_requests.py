@@ -130,3 +130,33 @@ def test_persistent_requests_restart_and_stay_valid(pair):
         send.Start()
     with pytest.raises(TypeError, match="Prequest"):
         Prequest.Startall([recv, Request()])
+
+
+def test_every_test_of_a_pending_request_makes_one_progress_pass(pair):
+    # MPI requires tests to progress: `while not request.Test(): pass` must be able to finish
+    # for operations (nonblocking collectives, rendezvous) that only advance in progress calls.
+    _sender, receiver = pair
+    engine = receiver._c.engine
+    passes = []
+
+    def counted() -> int:
+        passes.append(1)
+        return 0
+
+    request = receiver.Irecv(np.zeros(1), 0, 5)
+    engine.register(counted)
+    try:
+        assert request.Test() is False
+        assert request.test() == (False, None)
+        assert request.Get_status() is False
+        assert Request.Testany([request]) == (UNDEFINED, False)
+        assert Request.Testall([request]) is False
+        assert Request.Testsome([request]) == []
+        assert len(passes) == 6
+        request.Cancel()
+        request.Wait()
+        passes.clear()
+        assert Request.Testall([request]) is True  # nothing pending: no pass needed
+        assert passes == []
+    finally:
+        engine.unregister(counted)

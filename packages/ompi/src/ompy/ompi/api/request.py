@@ -73,6 +73,17 @@ class Request:
 
     # -- completion ----------------------------------------------------------------------------
 
+    def _test_core(self) -> bool:
+        """Whether the operation is complete, after one progress pass if it was not.
+
+        MPI requires a test to make progress: ``while not req.Test(): pass`` must finish.
+        """
+        core = self._core
+        if core is None or core.complete:
+            return True
+        self._comm.engine.progress()
+        return core.complete
+
     def _done(self) -> bool:
         core = self._core
         return core is None or core.complete
@@ -107,7 +118,7 @@ class Request:
 
     def Test(self, status: Status | None = None) -> bool:
         """Test for the completion of a non-blocking operation."""
-        if not self._done():
+        if not self._test_core():
             return False
         self._retire(status)
         return True
@@ -118,7 +129,7 @@ class Request:
         if core is None:
             fill_empty(status)
             return True
-        if not core.complete:
+        if not self._test_core():
             return False
         fill_status(status, core)
         return True
@@ -144,7 +155,7 @@ class Request:
 
     def test(self, status: Status | None = None) -> tuple[bool, Any | None]:
         """Test for the completion of a non-blocking operation; (flag, received object)."""
-        if not self._done():
+        if not self._test_core():
             return (False, None)
         return (True, self._retire(status))
 
@@ -175,6 +186,7 @@ class Request:
         if not active:
             fill_empty(status)
             return (UNDEFINED, True)
+        _progress_unless_done(requests, active)
         for index in active:
             if requests[index]._core.complete:
                 requests[index]._retire(status)
@@ -193,7 +205,8 @@ class Request:
     @classmethod
     def Testall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
         """Test for completion of all previously initiated requests."""
-        if not all(request._done() for request in _checked(requests)):
+        _progress_unless_done(requests, _active(requests))
+        if not all(request._done() for request in requests):
             return False
         _retire_all(requests, range(len(requests)), statuses)
         return True
@@ -212,8 +225,10 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> list[int] | None:
         """Test for completion of some previously initiated requests; None if all are null."""
-        if not _active(requests):
+        active = _active(requests)
+        if not active:
             return None
+        _progress_unless_done(requests, active)
         return _retire_done(requests, statuses)
 
     @classmethod
@@ -234,6 +249,7 @@ class Request:
         if not active:
             fill_empty(status)
             return (UNDEFINED, True, None)
+        _progress_unless_done(requests, active)
         for index in active:
             if requests[index]._core.complete:
                 return (index, True, requests[index]._retire(status))
@@ -250,7 +266,8 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[bool, list | None]:
         """Test for completion of all previously initiated requests; (flag, objects)."""
-        if not all(request._done() for request in _checked(requests)):
+        _progress_unless_done(requests, _active(requests))
+        if not all(request._done() for request in requests):
             return (False, None)
         return (True, _retire_all(requests, range(len(requests)), statuses))
 
@@ -268,8 +285,10 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[list[int] | None, list | None]:
         """Test for completion of some previously initiated requests; (indices, objects)."""
-        if not _active(requests):
+        active = _active(requests)
+        if not active:
             return (None, None)
+        _progress_unless_done(requests, active)
         return _retire_done_objects(requests, statuses)
 
 
@@ -366,6 +385,14 @@ def _checked(requests: Sequence[Request]) -> Sequence[Request]:
 def _active(requests: Sequence[Request]) -> list[int]:
     """Indices of the requests with an operation in flight or completed but not reported."""
     return [i for i, request in enumerate(_checked(requests)) if request._core is not None]
+
+
+def _progress_unless_done(requests: Sequence[Request], active: list[int]) -> None:
+    """One progress pass when any active request is still pending (MPI's tests progress)."""
+    for index in active:
+        if not requests[index]._core.complete:
+            requests[index]._comm.engine.progress()
+            return
 
 
 def _wait_any(requests: Sequence[Request]) -> int:
