@@ -14,7 +14,7 @@ from ompy.opal.mca import (
     open_and_select_one,
     open_framework,
 )
-from ompy.opal.mca.params import Registry
+from ompy.opal.mca.params import ParamValueError, Registry
 
 ONE = Framework("widget", "opal", "test framework", (1, 0), Cardinality.ONE)
 MANY = Framework("gadget", "opal", "test framework", (1, 0), Cardinality.MANY)
@@ -276,3 +276,19 @@ def test_open_and_select_one_returns_the_open_framework_and_the_winner(three):
     opened, component_, offer = open_and_select_one(ONE, registry(), "ctx")
     assert (component_.name, offer.module) == ("beta", ("beta", "ctx"))
     assert opened.components
+
+
+def test_a_bad_user_value_for_a_component_parameter_is_an_error_not_a_silent_skip(three):
+    extra = """
+    def register_params(self):
+        super().register_params()
+        from ompy.opal.mca.params import ParamType
+        self.register_param("mode", ParamType.ENUM, "fast", "How", choices=("fast", "slow"))
+
+    def open(self):
+        self.param("mode")
+"""
+    install(three, ONE, "picky", component(ONE, "picky", 1, extra=extra))
+    expected = r"'widget_picky_mode' has the invalid value 'fastest'"
+    with pytest.raises(ParamValueError, match=expected):
+        open_framework(ONE, registry(widget_picky_mode="fastest"))

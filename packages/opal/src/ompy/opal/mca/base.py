@@ -19,7 +19,7 @@ from .component import Component, Offer
 from .discovery import LoadFailure, list_candidates, load_components
 from .errors import ComponentLoadError, NoComponentError, SelectionSyntaxError
 from .framework import Cardinality, Framework
-from .params import Registry
+from .params import ParamValueError, Registry
 from .selection import Selection
 
 
@@ -123,6 +123,10 @@ def open_framework(
             component = cls(registry)
             component.register_params()
             component.open()
+        except ParamValueError:
+            # A user's bad value is the user's to fix: skipping the component would make it
+            # vanish without a word, so the error (naming parameter, value and source) stands.
+            raise
         except Exception as error:
             failures.append(LoadFailure(cls.name, "", f"open failed: {error}"))
         else:
