@@ -8,13 +8,11 @@ rules of :mod:`.decision`, or forced with ``coll_tuned_<op>_algorithm``.
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
 from ompy.opal.mca import Offer
-from ompy.opal.mca.params import ParamType, ParamValueError
+from ompy.opal.mca.params import ParamType
 
 from . import __version__
 from .decision import ALGORITHMS, MEASURE
@@ -75,19 +73,14 @@ class TunedComponent(CollComponent):
     def open(self) -> None:
         """Read the parameters once: every communicator's module shares them.
 
-        A bad value takes the component out (the framework skips a component whose ``open``
-        fails, unless ``coll`` names it); the user set a ``coll_tuned_*`` parameter, so say so
-        here rather than let the other components run silently in its place.
+        A bad value raises here, and the framework turns it into the job's error (naming the
+        parameter, the value and where it came from) rather than running without tuned.
         """
-        try:
-            self.settings = Settings(
-                forced={op: self.param(f"{op}_algorithm") for op in ALGORITHMS},
-                segments={op: self.param(f"{op}_segment_size") for op in SEGMENTS},
-                verbose=self.param("verbose"),
-            )
-        except ParamValueError as error:
-            print(f"[{os.getpid()}] coll:tuned: not used: {error}", file=sys.stderr, flush=True)
-            raise
+        self.settings = Settings(
+            forced={op: self.param(f"{op}_algorithm") for op in ALGORITHMS},
+            segments={op: self.param(f"{op}_segment_size") for op in SEGMENTS},
+            verbose=self.param("verbose"),
+        )
 
     def query(self, context: Any) -> Offer[CollModule] | None:
         """Run on every intra-communicator (the algorithms need nothing but point-to-point)."""
