@@ -191,8 +191,37 @@ def _install(process: MpiProcess, *, runtime: Any = None, framework: Any = None)
     _state.provided = THREAD_SINGLE
     comm_module.lifecycle["initialized"] = True
     if runtime is not None:
-        runtime.modex.fence()
+        _fence_progressing(runtime.modex, process.engine)
         _install_exit_hooks()
+
+
+def _fence_progressing(modex: Any, engine: Any) -> None:
+    """A fence with the progress engine running meanwhile (as Open MPI's Init and Finalize do).
+
+    A send may complete while its bytes still wait in a BTL queue (tcp connects lazily), and
+    only progress makes them leave.  A rank blocked in a fence without progress would keep a
+    peer waiting for those bytes, short of the fence, for ever: at the end of Init, the coll
+    modules of COMM_WORLD have just exchanged set-up messages (coll/sm); in Finalize, the
+    barrier's.
+    """
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def fence() -> None:
+        try:
+            modex.fence()
+        except BaseException as error:  # re-raised in the calling thread
+            failure.append(error)
+        finally:
+            done.set()
+            engine.wakeup()
+
+    thread = threading.Thread(target=fence, name="ompy-init-fence", daemon=True)
+    thread.start()
+    engine.wait_until(done.is_set)
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
 def _install_exit_hooks() -> None:
@@ -227,6 +256,10 @@ def Finalize() -> None:
     process.engine.wait_until(lambda: process.bsend.pending == 0)
     if world is not None and world.size > 1:
         barrier(world)
+    if _state.runtime is not None:
+        # Everyone leaves the barrier before anyone tears down its BTLs: a rank's last barrier
+        # message may still wait in a BTL queue (tcp connects lazily) that only progress empties.
+        _fence_progressing(_state.runtime.modex, process.engine)
     for communicator in (self_comm, world):
         if communicator is not None:
             communicator.destroy()
