@@ -278,3 +278,24 @@ def test_vector_errors():
     with pytest.raises(ValueError, match="expecting 2 displacements"):
         parse_vector_buffer([np.arange(6.0), [1, 2], [0], mpi.DOUBLE], 2)
     assert parse_vector_buffer(IN_PLACE, 2, in_place=True).in_place
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        *(np.arange(6).astype(code).reshape(2, 3) for code in "?bhilqBHILQfdg"),
+        b"abcdef",
+        bytearray(b"abcdef"),
+    ],
+    ids=lambda obj: f"{type(obj).__name__}-{getattr(obj, 'dtype', 'B')}",
+)
+def test_the_short_path_for_whole_buffers_agrees_with_the_general_one(obj):
+    """A bare array, bytes or bytearray parses exactly as when given as [buf, datatype]."""
+    short = parse_buffer(obj)
+    general = parse_buffer([obj, short.datatype])
+    assert short.datatype is general.datatype
+    assert short.count == general.count
+    assert bytes(short.view) == bytes(general.view)
+    assert short.view.format == "B" and short.view.ndim == 1
+    if isinstance(obj, np.ndarray):
+        assert short.datatype is mpi.TYPECHARS[obj.dtype.char]

@@ -107,6 +107,11 @@ _EMPTY = memoryview(b"")
 #: What ``MPI.IN_PLACE`` parses to: no data of its own.
 IN_PLACE_SPEC = BufferSpec(_EMPTY, 0, BYTE, _EMPTY, 0, in_place=True)
 
+#: Buffer formats of one native element that map to a predefined datatype, for the fast path
+#: (numpy arrays export these for their basic native dtypes; bytes and bytearray export "B").
+_SIMPLE_FORMATS: dict[str, Datatype] = {
+    code: TYPECHARS[code] for code in "?bhilqBHILQfdg" if code in TYPECHARS
+}
 _NATIVE_ORDER = "<" if sys.byteorder == "little" else ">"
 _KDL_CPU = 1  # DLPack's device type for host memory
 
@@ -120,10 +125,15 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     ``readonly=False`` is for receive buffers, which must be writable.  ``in_place=True``
     admits ``MPI.IN_PLACE`` (the send buffer of a collective).
     """
-    if type(msg) is np.ndarray:  # the common case, kept short: a whole contiguous array
-        spec = _whole_array(msg, readonly)
-        if spec is not None:
-            return spec
+    kind = type(msg)
+    if kind is np.ndarray or kind is bytes or kind is bytearray:
+        # The common case, kept short: a whole contiguous buffer of a basic native type.
+        view = memoryview(msg)
+        datatype = _SIMPLE_FORMATS.get(view.format)
+        if datatype is not None and view.c_contiguous and (readonly or not view.readonly):
+            if view.ndim != 1 or view.format != "B":
+                view = view.cast("B")
+            return BufferSpec(view, view.nbytes // datatype.layout.extent, datatype, view)
     elif msg is IN_PLACE:
         if not in_place:
             raise TypeError(
@@ -268,22 +278,6 @@ def datatype_of_dtype(dtype: np.dtype) -> Datatype:
             )
         )
     return datatype
-
-
-def _whole_array(array: np.ndarray, readonly: bool) -> BufferSpec | None:
-    """A whole C-contiguous array of a basic native dtype; None sends it the long way."""
-    dtype = array.dtype
-    datatype = TYPECHARS.get(dtype.char)
-    if datatype is None or not dtype.isnative:
-        return None
-    flags = array.flags
-    if not flags.c_contiguous or not (readonly or flags.writeable):
-        return None
-    try:
-        view = memoryview(array).cast("B")
-    except TypeError:  # formats cast() refuses, such as complex 'Zd'
-        return None
-    return BufferSpec(view, view.nbytes // datatype.layout.extent, datatype, view)
 
 
 # -- helpers ------------------------------------------------------------------------------------
