@@ -125,7 +125,9 @@ def scenario_any_source(me: Rank) -> None:
             assert request.count == size
             assert digest(out[:size]) == digest(pattern(size, request.source * 100 + seq))
             expected[request.source] = seq + 1
-        truncated = me.recv(np.empty(10, np.uint8), 1, 50)
+        # Tag -50: ANY_TAG never matches a negative tag, so the loop above cannot take it
+        # whenever it arrives (with tag 50 it raced rank 2's last messages).
+        truncated = me.recv(np.empty(10, np.uint8), 1, -50)
         if not me.engine.wait_until(lambda: truncated.complete, DEADLINE):
             raise TimeoutError("truncated receive")
         assert truncated.error == 15 and truncated.count == 10, truncated.exception
@@ -136,7 +138,7 @@ def scenario_any_source(me: Rank) -> None:
             mode = SendMode.SYNCHRONOUS if seq % 3 == 1 else SendMode.STANDARD
             requests.append(me.send(pattern(size, me.rank * 100 + seq), 0, seq, mode))
         if me.rank == 1:
-            requests.append(me.send(pattern(300_000, 1), 0, 50))
+            requests.append(me.send(pattern(300_000, 1), 0, -50))
         me.wait(*requests)
         print(json.dumps({"sent": len(requests)}), flush=True)
 

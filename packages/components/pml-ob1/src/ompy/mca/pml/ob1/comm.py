@@ -19,7 +19,7 @@ from .matching import MatchingState
 class CommState:
     """Matching queues and peer endpoints of one communicator."""
 
-    __slots__ = ("arrive", "ctx", "endpoints", "matching", "next_seq", "rank", "size")
+    __slots__ = ("arrive", "ctx", "endpoints", "matching", "next_seq", "rank", "send_seq", "size")
 
     def __init__(
         self,
@@ -36,6 +36,8 @@ class CommState:
         self.matching = MatchingState(self.size, on_match=on_match, retain=retain)
         self.arrive = self.matching.arrive
         self.next_seq = self.matching.next_send_sequence
+        #: The matching state's per-peer send sequence numbers, for the PML's inlined increment.
+        self.send_seq = self.matching.send_sequences
 
     def __repr__(self) -> str:
         m = self.matching

@@ -52,6 +52,8 @@ FLAG_NORDMA: Final = 0x10
 
 #: Width of the sequence numbers in the match part; they wrap modulo 2**SEQ_BITS.
 SEQ_BITS: Final = 16
+#: Sequence numbers are kept modulo 2**SEQ_BITS: ``(seq + 1) & SEQ_MASK``.
+SEQ_MASK: Final = (1 << SEQ_BITS) - 1
 
 
 @attrs.frozen

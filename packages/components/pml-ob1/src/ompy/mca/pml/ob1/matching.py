@@ -114,13 +114,26 @@ class MatchingState:
         self._send_seq[peer] = (seq + 1) & SEQ_MASK
         return seq
 
+    @property
+    def send_sequences(self) -> list[int]:
+        """The list behind :meth:`next_send_sequence` (mutable: the PML's hot path inlines it)."""
+        return self._send_seq
+
     # -- receiving ----------------------------------------------------------------------------
 
     def post(self, request: Any, source: int, tag: int) -> Any:
         """Post a receive: the unexpected message it matches (taken), or None (queued)."""
-        message = self._search(source, tag, True)
-        if message is not None:
-            return message
+        if source == ANY_SOURCE:
+            if self._unexpected_count:
+                message = self._search(source, tag, True)
+                if message is not None:
+                    return message
+        elif not 0 <= source < self.size:
+            self._check_peer(source)
+        elif self._unexpected[source]:
+            message = self._search(source, tag, True)
+            if message is not None:
+                return message
         order = self._order
         self._order = order + 1
         if source == ANY_SOURCE:
@@ -173,6 +186,29 @@ class MatchingState:
         if self._held[source]:
             self._release(source)
         return request is not None
+
+    def take_posted(self, source: int, tag: int, seq: int) -> Any:
+        """The common case of :meth:`arrive`, answered cheaply, or None to take the long way.
+
+        When the message is the one expected from ``source``, nothing from it waits ahead of
+        its turn, no wildcard receive is posted, and the oldest receive posted for ``source``
+        matches ``tag``, that receive is taken and returned, and the message counts as matched
+        (the caller delivers it; ``on_match`` is not called).  Otherwise nothing changes and
+        the caller passes the message to :meth:`arrive`, which handles every case.
+        """
+        if source < 0 or self._wild:
+            return None
+        expected = self._expected[source]
+        if seq != expected or self._held[source]:
+            return None
+        specific = self._specific[source]
+        if not specific:
+            return None
+        want = specific[0][1]
+        if want != tag and (want != ANY_TAG or tag < 0):
+            return None
+        self._expected[source] = (expected + 1) & SEQ_MASK
+        return specific.popleft()[2]
 
     # -- introspection (tests, diagnostics) ---------------------------------------------------
 

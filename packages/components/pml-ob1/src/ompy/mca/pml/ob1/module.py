@@ -34,6 +34,7 @@ from ompy.opal.mca.btl import BtlError
 from .comm import CommState
 from .headers import (
     MATCH,
+    SEQ_MASK,
     TYPE_ACK,
     TYPE_FIN,
     TYPE_FRAG,
@@ -48,6 +49,7 @@ from .sender import SendSide
 _MATCH_PACK = MATCH.struct.pack
 _MATCH_SIZE = MATCH.size
 _SYNCHRONOUS = SendMode.SYNCHRONOUS
+_SEQ_MASK = SEQ_MASK
 
 
 class PmlError(RuntimeError):
@@ -165,7 +167,9 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
             data = data.cast("B")
         peer = state.endpoints[dest]
         request = SendRequest(data, peer)
-        seq = state.next_seq(dest)
+        seqs = state.send_seq  # the matching state's list: next_send_sequence(), inlined
+        seq = seqs[dest]
+        seqs[dest] = (seq + 1) & _SEQ_MASK
         btl = peer.eager_single or peer.next_eager()
         try:
             if mode is not _SYNCHRONOUS and len(data) + _MATCH_SIZE <= btl.eager_limit:
@@ -174,7 +178,7 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
                     btl, header, data, TYPE_MATCH
                 ):
                     request.count = len(data)
-                    request.finish()
+                    request.complete = True  # finish(), inlined: nothing can wait on it yet
                 else:
                     self._pending.append(
                         lambda: self._retry_eager(request, btl, header, data, TYPE_MATCH)

@@ -67,11 +67,26 @@ class RecvSide:
         if state is None or self._delivering:
             self._keep(ctx, state, module, tag, view)
             return
-        data = view[_MATCH_SIZE:]
-        message = Message(TYPE_MATCH, flags, ctx, src, mtag, data, len(data), 0, 0, module)
         self._delivering = True
         try:
-            state.arrive(src, mtag, seq, message)
+            request = state.matching.take_posted(src, mtag, seq)
+            length = len(view) - _MATCH_SIZE
+            if request is not None and length <= len(request.view):
+                # The common case, without a Message: a posted receive, in order, that fits.
+                request.matched = True
+                request.source = src
+                request.tag = mtag
+                if length:
+                    request.view[:length] = view[_MATCH_SIZE:]
+                request.count = length
+                request.finish()
+            else:
+                data = view[_MATCH_SIZE:]
+                message = Message(TYPE_MATCH, flags, ctx, src, mtag, data, length, 0, 0, module)
+                if request is not None:
+                    self._matched(request, message)  # truncated: the general delivery says so
+                else:
+                    state.arrive(src, mtag, seq, message)
         finally:
             self._delivering = False
         if self._deferred:

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
 from ompy.ompi.request import CoreRequest
 
 from .headers import TYPE_MATCH
@@ -35,7 +36,16 @@ class SendRequest(CoreRequest):
     )
 
     def __init__(self, data: memoryview, peer: Any) -> None:
-        super().__init__()
+        # CoreRequest's fields set here rather than through super().__init__(): one call less
+        # on every send (a test checks that both set the same fields).
+        self.complete = False
+        self.cancelled = False
+        self.source = ANY_SOURCE
+        self.tag = ANY_TAG
+        self.count = 0
+        self.error = 0
+        self.exception = None
+        self.on_complete = None
         self.data = data
         self.peer = peer  # the BmlEndpoint of the destination
         self.id = 0
@@ -80,7 +90,14 @@ class RecvRequest(CoreRequest):
     )
 
     def __init__(self, view: memoryview, state: Any, source: int) -> None:
-        super().__init__()
+        self.complete = False  # CoreRequest's fields, inline as in SendRequest
+        self.cancelled = False
+        self.source = ANY_SOURCE
+        self.tag = ANY_TAG
+        self.count = 0
+        self.error = 0
+        self.exception = None
+        self.on_complete = None
         self.view = view
         self.state = state  # the CommState it is posted in (None for imrecv)
         self.want_source = source
