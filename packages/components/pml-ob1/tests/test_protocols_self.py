@@ -56,8 +56,7 @@ def test_a_message_sent_before_its_receive_is_posted_waits_as_unexpected(make_wo
     world = make_world(1, **params)
     messages = [pattern(size, seed) for seed, size in enumerate([3, 240, 241, 3000])]
     sends = [world.isend(0, data, 0, 9) for data in messages]
-    eager_done = [send.complete for send in sends]
-    assert eager_done == [True, True, False, False], "a rendezvous waits for its receiver"
+    assert all(send.complete for send in sends), "a send to oneself completes locally"
     outs = [np.zeros(len(data), np.uint8) for data in messages]
     receives = [world.irecv(0, out, 0, 9) for out in outs]
     world.wait(*sends, *receives)
@@ -228,3 +227,31 @@ def test_bad_ranks_and_unknown_communicators_are_clear_errors(make_world):
         pml.iprobe(0, 0, stranger)
     with pytest.raises(Exception, match="context id 0 is already used"):
         world.comm(0)
+
+
+@pytest.mark.parametrize("params", [FRAGS, RGET, {}], ids=["frags", "rget", "defaults"])
+def test_a_long_send_to_oneself_completes_before_the_receive_and_delivers_what_was_sent(
+    make_world, params
+):
+    """A blocking send to oneself must not wait for a receive only the caller can post later."""
+    world = make_world(1, **params)
+    data = pattern(1 << 20, seed=7)
+    sent = data.copy()
+    send = world.isend(0, data, 0, 3)
+    assert send.complete and send.count == data.nbytes
+    data[:] = 0  # the caller may reuse its buffer at once
+    out = np.zeros_like(sent)
+    receive = world.irecv(0, out, 0, 3)
+    world.wait(receive)
+    assert np.array_equal(out, sent)
+    assert world.pmls[0].idle
+
+
+def test_a_synchronous_send_to_oneself_still_waits_for_the_match(make_world):
+    world = make_world(1, **RGET)
+    data = pattern(5000)
+    send = world.isend(0, data, 0, 4, mode=SendMode.SYNCHRONOUS)
+    assert not send.complete
+    out = np.zeros_like(data)
+    world.wait(send, world.irecv(0, out, 0, 4))
+    assert np.array_equal(out, data)

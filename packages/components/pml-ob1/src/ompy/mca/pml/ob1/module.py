@@ -91,6 +91,8 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
         self._errors: list[BaseException] = []
         self._next_id = itertools.count(1).__next__
         self._finalized = False
+        #: The endpoint that reaches this very process (sends to it complete locally).
+        self._self_peer: BmlEndpoint | None = None
         self._handlers = {
             TYPE_MATCH: self._recv_match,
             TYPE_RNDV: self._recv_rndv,
@@ -113,6 +115,8 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
         """Make ``procs`` reachable; ``procs[i]`` need not be world rank ``i`` (keyed by rank)."""
         for proc, endpoint in zip(procs, self.bml.add_procs(procs), strict=True):
             self._peers[proc.rank] = endpoint
+            if proc.same_process(self.context.proc):
+                self._self_peer = endpoint
         if self.verbose >= 10:
             self._say(", ".join(repr(self._peers[proc.rank]) for proc in procs))
 
@@ -184,12 +188,32 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
                         lambda: self._retry_eager(request, btl, header, data, TYPE_MATCH)
                     )
                 return request
+            if peer is self._self_peer and mode is not _SYNCHRONOUS:
+                return self._send_to_self(request, btl, seq, state, tag)
             return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
         except BtlError as error:
             self._sends.pop(request.id, None)
             raise MPIException(
                 ERR_OTHER, f"cannot send to rank {dest} (world rank {peer.proc.rank}): {error}"
             ) from error
+
+    def _send_to_self(
+        self, request: SendRequest, btl: Any, seq: int, state: CommState, tag: int
+    ) -> SendRequest:
+        """A long standard send to this very process: complete now, deliver a copy later.
+
+        The rendezvous would wait for a receive this process can only post after the send
+        returns; a blocking send to oneself must not hang, so the data is copied and a private
+        request carries the copy through the usual protocol, while the caller's completes.
+        """
+        data = request.data
+        copy = bytearray(len(data))
+        memoryview(copy)[:] = data
+        carrier = SendRequest(memoryview(copy), request.peer)
+        self._start_rndv(carrier, btl, seq, state, tag, synchronous=False)
+        request.count = len(data)
+        request.complete = True
+        return request
 
     def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> RecvRequest:
         state = comm.pml_state
