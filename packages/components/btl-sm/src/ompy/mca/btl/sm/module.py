@@ -731,6 +731,8 @@ class SmModule(BtlModule):
         os.close(self.fd)
         with contextlib.suppress(ShmemError):  # a view kept by a callback: freed with it
             self.segment.detach()
+        # Under btl_base_verbose >= 20: shows whether flow control (a full ring) was exercised.
+        self.component.say(f"{self.queued_sends} send(s) found a ring full and waited in a queue")
 
     def _release(self, endpoint: SmEndpoint) -> None:
         self._forget_pidfd(endpoint)
