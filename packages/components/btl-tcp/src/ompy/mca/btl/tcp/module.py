@@ -103,7 +103,7 @@ class TcpModule(BtlModule):
         self.listener.listen(128)
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
-        poller.add(self.listener.fileno(), READ, self._on_accept)
+        poller.add(self.listener.fileno(), READ, self._on_accept, idle=True)
 
     @property
     def contact(self) -> wire.ContactAddress:

@@ -20,6 +20,8 @@ WRITE = select.POLLOUT
 READABLE = select.POLLIN | select.POLLHUP | select.POLLERR
 
 Handler = Callable[[int], int]
+#: With only idle sockets (listeners) registered, poll them on one progress pass in this many.
+IDLE_POLL_EVERY = 64
 
 
 class Poller:
@@ -38,8 +40,20 @@ class Poller:
             self._epoll = False
         self._poll = self._poller.poll
         self._busy = False
+        #: Sockets registered with ``idle=True`` (listeners): alone, they are polled rarely.
+        self._idle_fds: set[int] = set()
+        self._skipped = 0
 
-    def add(self, fd: int, events: int, handler: Handler) -> None:
+    def add(self, fd: int, events: int, handler: Handler, *, idle: bool = False) -> None:
+        """Dispatch ``events`` on ``fd`` to ``handler``.
+
+        ``idle=True`` marks a socket that is rarely ready (a listener): while only such sockets
+        are registered, :meth:`poll` makes its system call on one pass in
+        :data:`IDLE_POLL_EVERY`, so that a job whose peers all use shared memory does not pay
+        an ``epoll_wait`` on every progress pass.  Sleeping waits still wake on them at once.
+        """
+        if idle:
+            self._idle_fds.add(fd)
         self.handlers[fd] = handler
         self._poller.register(fd, events)
         if not self._epoll:  # pragma: no cover - non-Linux
@@ -53,6 +67,7 @@ class Poller:
     def remove(self, fd: int) -> None:
         if self.handlers.pop(fd, None) is None:
             return
+        self._idle_fds.discard(fd)
         self._poller.unregister(fd)
         if not self._epoll:  # pragma: no cover - non-Linux
             self.engine.unregister_fd(fd)
@@ -61,6 +76,11 @@ class Poller:
         """Handle every ready socket once; the number of events handled."""
         if self._busy:
             return 0
+        if len(self.handlers) == len(self._idle_fds):
+            self._skipped += 1
+            if self._skipped < IDLE_POLL_EVERY:
+                return 0
+            self._skipped = 0
         ready = self._poll(0)
         if not ready:
             return 0
