@@ -7,6 +7,10 @@ code and a layer that is not installed simply has no subcommand.
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import NoReturn
+
 import click
 from stevedore import NamedExtensionManager
 
@@ -62,3 +66,36 @@ def main() -> None:
     Run a parallel job with 'ompy run -n 4 python app.py'; see what is installed and how it is
     configured with 'ompy info'.
     """
+
+
+def console() -> NoReturn:
+    """The ``ompy`` executable: run the command group, then leave without interpreter teardown.
+
+    Tearing down an interpreter that imported click, attrs, stevedore and the runtime takes
+    20-50 ms (every module and object freed one by one) after the job is already over, and
+    nothing is left to do by then: rank output is written unbuffered, files are closed, the
+    control server's thread is joined.  So once the command returns, the standard streams are
+    flushed and the process ends with ``os._exit``.  Only the installed executable does this;
+    ``main`` called from Python (tests, embedding) ends normally.
+    """
+    try:
+        main()  # standalone mode: always ends with SystemExit
+        code = 0
+    except SystemExit as done:
+        code = _exit_status(done.code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # output lost (closed pipe, full disk): 120, as Python says it
+    os._exit(code)
+
+
+def _exit_status(code: object) -> int:
+    """The status ``sys.exit(code)`` would give: None is 0, an int itself, anything else 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
