@@ -117,11 +117,15 @@ class Launch:
 
 @pytest.fixture
 def launch(tmp_path):
+    # Children that existed before (say, multiprocessing's resource tracker started by an
+    # earlier test in this interpreter) are not this test's to answer for.
+    before = set(live_children())
     launcher = Launch(tmp_path)
     yield launcher
     leftover = launcher.cleanup()
     assert not leftover, f"rank processes outlived the test: {leftover}"
-    assert not live_children(), f"child processes left behind: {live_children()}"
+    new = set(live_children()) - before
+    assert not new, f"child processes left behind: {sorted(new)}"
 
 
 def finish(proc: subprocess.Popen, timeout: float = 30.0) -> tuple[int, str, str]:
