@@ -189,20 +189,6 @@ class BtlContext:
 
 
 @attrs.frozen
-class ModuleDefaults:
-    """Default values of the per-component module parameters (``btl_<name>_eager_limit``, ...)."""
-
-    eager_limit: int
-    max_send_size: int
-    rdma_pipeline_send_length: int
-    rdma_pipeline_frag_size: int
-    min_rdma_pipeline_size: int
-    exclusivity: int
-    latency: int
-    bandwidth: int
-
-
-@attrs.frozen
 class ModuleAttributes:
     """The attributes the PML and BML schedule by, as configured for one component."""
 
@@ -214,6 +200,11 @@ class ModuleAttributes:
     exclusivity: int
     latency: int
     bandwidth: int
+
+
+#: What a component declares as its modules' defaults (``btl_<name>_eager_limit``, ...): the same
+#: eight attributes, before the user's parameters override them.
+ModuleDefaults = ModuleAttributes
 
 
 _MODULE_PARAMS = (
