@@ -18,6 +18,7 @@ import attrs
 from .constants import CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
+from .handle import Handle
 
 __all__ = [
     "CONGRUENT",
@@ -49,7 +50,7 @@ class Members:
         object.__setattr__(self, "ranks", ranks)
 
 
-class Group:
+class Group(Handle, referent="_members"):
     """Group of processes."""
 
     __slots__ = ("_members",)
@@ -79,23 +80,7 @@ class Group:
         group._members = members
         return group
 
-    # -- handle semantics --------------------------------------------------------------------------
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._members is other._members
-
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._members is not other._members
-
-    def __hash__(self) -> int:
-        return id(self._members)
-
-    def __bool__(self) -> bool:
-        return self._members is not None
+    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
 
     def __repr__(self) -> str:
         if self._members is None:

@@ -25,6 +25,7 @@ from ..constants import (
 from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
+from ..handle import Handle
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
@@ -39,7 +40,7 @@ COMM_TYPE_SHARED = 0
 lifecycle = {"initialized": False, "finalized": False}
 
 
-class Comm(PointToPoint):
+class Comm(PointToPoint, Handle, referent="_c"):
     """Communication context."""
 
     __slots__ = ("_c",)
@@ -76,23 +77,7 @@ class Comm(PointToPoint):
     def _predefined_name(self) -> str:
         return "COMM_WORLD" if self is COMM_WORLD else "COMM_SELF"
 
-    # -- handle semantics ----------------------------------------------------------------------
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Comm):
-            return NotImplemented
-        return self._c is other._c
-
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, Comm):
-            return NotImplemented
-        return self._c is not other._c
-
-    def __hash__(self) -> int:
-        return id(self._c)
-
-    def __bool__(self) -> bool:
-        return self._c is not None
+    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
 
     def __repr__(self) -> str:
         c = self._c

@@ -21,6 +21,7 @@ import numpy as np
 from ..constants import UNDEFINED
 from ..errors import ERR_TYPE
 from ..errors import Exception as MPIException
+from ..handle import Handle
 
 
 @attrs.define(eq=False)
@@ -69,7 +70,7 @@ def null_datatype_error(what: str = "operation") -> MPIException:
     )
 
 
-class Datatype:
+class Datatype(Handle, referent="_layout"):
     """Datatype object."""
 
     __slots__ = ("_layout",)
@@ -90,23 +91,7 @@ class Datatype:
         handle._layout = layout
         return handle
 
-    # -- handle semantics ---------------------------------------------------------------------
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Datatype):
-            return NotImplemented
-        return self._layout is other._layout
-
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, Datatype):
-            return NotImplemented
-        return self._layout is not other._layout
-
-    def __hash__(self) -> int:
-        return id(self._layout)
-
-    def __bool__(self) -> bool:
-        return self._layout is not None
+    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
 
     def __repr__(self) -> str:
         if self._layout is None:

@@ -16,13 +16,14 @@ from typing import Any, Final
 from ..datatype.buffer import parse_buffer
 from ..errors import ERR_OP
 from ..errors import Exception as MPIException
+from ..handle import Handle
 from ..mca.op import Intrinsic
 from ..mca.op.base import forget, kernel
 from .objects import OBJECT_FUNCTIONS
 from .operation import Operation, lookup, register, unregister
 
 
-class Op:
+class Op(Handle, referent="_impl"):
     """Reduction operation."""
 
     __slots__ = ("_impl",)
@@ -41,23 +42,7 @@ class Op:
         handle._impl = operation
         return handle
 
-    # -- handle semantics ---------------------------------------------------------------------
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Op):
-            return NotImplemented
-        return self._impl is other._impl
-
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, Op):
-            return NotImplemented
-        return self._impl is not other._impl
-
-    def __hash__(self) -> int:
-        return id(self._impl)
-
-    def __bool__(self) -> bool:
-        return self._impl is not None
+    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
 
     def __repr__(self) -> str:
         operation = self._impl
