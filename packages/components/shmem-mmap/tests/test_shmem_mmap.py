@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import os
 import stat
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,68 +13,13 @@ from ompy.opal.mca import NoComponentError
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.shmem import SegmentExistsError, SegmentNotFoundError
 from ompy.opal.mca.shmem.base import attach, reset_selection, select_module
+from ompy.opal.mca.shmem.testing import (
+    attach_in_another_process,
+    child_processes,
+    isolated_registry,
+    unique_segment_name,
+)
 from ompy.opal.session import SESSION_DIR_VAR, session_dir
-
-#: Run in a second process: attach to the published segment, print what it holds, answer back.
-#: The child selects whatever shmem component it prefers; attach must still route to mmap.
-CHILD = """
-import json, sys
-from ompy.opal.mca.shmem import SegmentDescriptor
-from ompy.opal.mca.shmem.base import attach
-
-with attach(SegmentDescriptor.from_dict(json.loads(sys.argv[1]))) as segment:
-    print(segment.descriptor.component, bytes(segment.buffer[:5]).decode())
-    segment.buffer[100:105] = b"world"
-"""
-
-
-def registry(**settings: str) -> Registry:
-    """A registry that sees only the given ``OMPY_MCA_*`` settings (no parameter files).
-
-    Without an explicit ``shmem`` selection, shmem components other than ompy's own (such as
-    a third-party one that another test installs for a while) are excluded, so that what is
-    chosen depends only on posix and mmap.
-    """
-    foreign = sorted(
-        entry.name
-        for entry in importlib.metadata.entry_points(group="ompy.mca.shmem")
-        if entry.name not in ("posix", "mmap")
-    )
-    if foreign and "shmem" not in settings:
-        settings["shmem"] = "^" + ",".join(foreign)
-    return Registry(environ={f"OMPY_MCA_{k}": v for k, v in settings.items()}, files=[])
-
-
-def segment_name() -> str:
-    return f"ompy-test-{uuid.uuid4().hex}"
-
-
-def children() -> list[int]:
-    """Processes whose parent is this one (Linux /proc; empty elsewhere)."""
-    mine = []
-    if not os.path.isdir("/proc"):
-        return mine
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                mine.append(int(entry))
-    return mine
-
-
-def run_child(descriptor_dict: dict) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OMPY_")}
-    return subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(descriptor_dict)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -92,7 +32,7 @@ def job_session(tmp_path, monkeypatch):
     yield directory
     reset_selection()
     assert os.listdir(directory) == [], "a test left segment files in the session directory"
-    assert children() == [], "a test left child processes behind"
+    assert child_processes() == [], "a test left child processes behind"
 
 
 @pytest.fixture
@@ -100,9 +40,14 @@ def mmap(job_session):
     return select_module(registry(shmem="mmap"))
 
 
+def registry(**settings: str) -> Registry:
+    """Only ``settings``, and no shmem component but ompy's own two unless a test names one."""
+    return isolated_registry(("posix", "mmap"), **settings)
+
+
 def test_selected_by_name_it_puts_segments_in_the_session_directory(mmap, job_session):
     assert mmap.component == "mmap"
-    name = segment_name()
+    name = unique_segment_name()
     with mmap.create(name, 4096) as segment:
         assert segment.descriptor.path == str(job_session / name)
         assert stat.S_IMODE((job_session / name).stat().st_mode) == 0o600
@@ -117,7 +62,7 @@ def test_the_directory_parameter_chooses_where_segments_go(job_session, tmp_path
     elsewhere = tmp_path / "big-disk"
     elsewhere.mkdir()
     module = select_module(registry(shmem="mmap", shmem_mmap_directory=str(elsewhere)))
-    name = segment_name()
+    name = unique_segment_name()
     with module.create(name, 4096) as segment:
         assert segment.descriptor.path == str(elsewhere / name)
         assert os.listdir(job_session) == []
@@ -137,7 +82,7 @@ def test_without_a_launcher_segments_go_to_the_private_session_directory(job_ses
     module = select_module(registry(shmem="mmap"))
     private = session_dir()
     before = set(os.listdir(private))
-    name = segment_name()
+    name = unique_segment_name()
     with module.create(name, 64) as segment:
         assert Path(segment.descriptor.path).parent == private
         segment.unlink()
@@ -145,9 +90,9 @@ def test_without_a_launcher_segments_go_to_the_private_session_directory(job_ses
 
 
 def test_another_process_attaches_through_the_component_that_made_the_segment(mmap):
-    with mmap.create(segment_name(), 4096) as segment:
+    with mmap.create(unique_segment_name(), 4096) as segment:
         segment.buffer[:5] = b"hello"
-        result = run_child(segment.descriptor.to_dict())
+        result = attach_in_another_process(segment.descriptor)
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == ["mmap", "hello"]
         assert bytes(segment.buffer[100:105]) == b"world"
@@ -155,7 +100,7 @@ def test_another_process_attaches_through_the_component_that_made_the_segment(mm
 
 
 def test_create_refuses_a_name_that_exists(mmap, job_session):
-    name = segment_name()
+    name = unique_segment_name()
     with mmap.create(name, 64) as segment:
         with pytest.raises(SegmentExistsError, match=f"{job_session / name} already exists"):
             mmap.create(name, 64)
@@ -163,13 +108,13 @@ def test_create_refuses_a_name_that_exists(mmap, job_session):
 
 
 def test_after_unlink_attaching_fails_clearly_here_and_in_another_process(mmap):
-    name = segment_name()
+    name = unique_segment_name()
     with mmap.create(name, 64) as segment:
         segment.unlink()
         descriptor = segment.descriptor
     with pytest.raises(SegmentNotFoundError, match=f"'{name}' no longer exists"):
         attach(descriptor)
-    result = run_child(descriptor.to_dict())
+    result = attach_in_another_process(descriptor)
     assert result.returncode != 0
     assert f"SegmentNotFoundError: shared-memory segment '{name}' no longer exists" in (
         result.stderr

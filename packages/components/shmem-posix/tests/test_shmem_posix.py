@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import stat
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,72 +14,26 @@ from ompy.opal.mca import NoComponentError
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.shmem import SegmentExistsError, SegmentNotFoundError
 from ompy.opal.mca.shmem.base import attach, reset_selection, select_module
+from ompy.opal.mca.shmem.testing import (
+    TEST_SEGMENT_PREFIX,
+    attach_in_another_process,
+    child_processes,
+    isolated_registry,
+    unique_segment_name,
+)
 
 SHM = Path("/dev/shm")
 
 pytestmark = pytest.mark.skipif(not SHM.is_dir(), reason="this system has no /dev/shm")
 
-#: Run in a second process: attach to the published segment, print what it holds, answer back.
-CHILD = """
-import json, sys
-from ompy.opal.mca.shmem import SegmentDescriptor
-from ompy.opal.mca.shmem.base import attach
-
-with attach(SegmentDescriptor.from_dict(json.loads(sys.argv[1]))) as segment:
-    print(segment.descriptor.component, bytes(segment.buffer[:5]).decode())
-    segment.buffer[100:105] = b"world"
-"""
-
 
 def registry(**settings: str) -> Registry:
-    """A registry that sees only the given ``OMPY_MCA_*`` settings (no parameter files).
-
-    Without an explicit ``shmem`` selection, shmem components other than ompy's own (such as
-    a third-party one that another test installs for a while) are excluded, so that what is
-    chosen depends only on posix and mmap.
-    """
-    foreign = sorted(
-        entry.name
-        for entry in importlib.metadata.entry_points(group="ompy.mca.shmem")
-        if entry.name not in ("posix", "mmap")
-    )
-    if foreign and "shmem" not in settings:
-        settings["shmem"] = "^" + ",".join(foreign)
-    return Registry(environ={f"OMPY_MCA_{k}": v for k, v in settings.items()}, files=[])
-
-
-def segment_name() -> str:
-    return f"ompy-test-{uuid.uuid4().hex}"
+    """Only ``settings``, and no shmem component but ompy's own two unless a test names one."""
+    return isolated_registry(("posix", "mmap"), **settings)
 
 
 def ours() -> set[str]:
-    return {name for name in os.listdir(SHM) if name.startswith("ompy-test-")}
-
-
-def children() -> list[int]:
-    """Processes whose parent is this one (Linux /proc)."""
-    mine = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                mine.append(int(entry))
-    return mine
-
-
-def run_child(descriptor_dict: dict) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OMPY_")}
-    return subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(descriptor_dict)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return {name for name in os.listdir(SHM) if name.startswith(TEST_SEGMENT_PREFIX)}
 
 
 def mmap_installed() -> bool:
@@ -98,7 +48,7 @@ def clean():
     yield
     reset_selection()
     assert ours() == before, "a test left segments in /dev/shm"
-    assert children() == [], "a test left child processes behind"
+    assert child_processes() == [], "a test left child processes behind"
 
 
 @pytest.fixture
@@ -111,7 +61,7 @@ def test_posix_is_the_default_choice():
 
 
 def test_segments_are_files_in_dev_shm_readable_only_by_their_owner(posix):
-    name = segment_name()
+    name = unique_segment_name()
     with posix.create(name, 8192) as segment:
         path = SHM / name
         assert segment.descriptor.path == str(path)
@@ -122,9 +72,9 @@ def test_segments_are_files_in_dev_shm_readable_only_by_their_owner(posix):
 
 
 def test_another_process_attaches_and_shares_the_bytes(posix):
-    with posix.create(segment_name(), 4096) as segment:
+    with posix.create(unique_segment_name(), 4096) as segment:
         segment.buffer[:5] = b"hello"
-        result = run_child(segment.descriptor.to_dict())
+        result = attach_in_another_process(segment.descriptor)
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == ["posix", "hello"]
         assert bytes(segment.buffer[100:105]) == b"world"
@@ -132,7 +82,7 @@ def test_another_process_attaches_and_shares_the_bytes(posix):
 
 
 def test_create_refuses_a_name_that_exists(posix):
-    name = segment_name()
+    name = unique_segment_name()
     with posix.create(name, 64) as segment:
         with pytest.raises(SegmentExistsError, match=f"/dev/shm/{name} already exists"):
             posix.create(name, 64)
@@ -140,13 +90,13 @@ def test_create_refuses_a_name_that_exists(posix):
 
 
 def test_after_unlink_attaching_fails_clearly_here_and_in_another_process(posix):
-    name = segment_name()
+    name = unique_segment_name()
     with posix.create(name, 64) as segment:
         segment.unlink()
         descriptor = segment.descriptor
     with pytest.raises(SegmentNotFoundError, match=f"'{name}' no longer exists"):
         attach(descriptor)
-    result = run_child(descriptor.to_dict())
+    result = attach_in_another_process(descriptor)
     assert result.returncode != 0
     assert "SegmentNotFoundError" in result.stderr
     assert f"'{name}' no longer exists at /dev/shm/{name}" in result.stderr
