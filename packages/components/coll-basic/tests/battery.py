@@ -193,6 +193,68 @@ def check_vector_forms(comm: Any) -> None:
     same(inplace, want, "Alltoallv IN_PLACE")
 
 
+def uneven(total: int, size: int) -> tuple[list[int], list[int]]:
+    """mpi4py's split of ``total`` elements without counts: the remainder on the first ranks."""
+    counts = [total // size + (k < total % size) for k in range(size)]
+    return counts, [sum(counts[:k]) for k in range(size)]
+
+
+def check_mpi4py_vector_forms(comm: Any) -> None:
+    """Vector messages without counts (uneven split), with one count, and a stride for displs."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    total = 2 * size + 1 if size > 1 else 3  # never a multiple of the size (beyond 1 rank)
+    counts, displs = uneven(total, size)
+    whole = data(7, total, "d")
+    for root in sorted({0, size - 1}):
+        mine = np.full(counts[rank], -1.0)
+        comm.Scatterv(whole if rank == root else None, mine, root)
+        same(mine, whole[displs[rank] : displs[rank] + counts[rank]], f"Scatterv(buf) {root=}")
+        mine = np.full(counts[rank], -1.0)
+        comm.Scatterv([whole, types.DOUBLE] if rank == root else None, mine, root)
+        same(mine, whole[displs[rank] : displs[rank] + counts[rank]], "Scatterv([buf, DOUBLE])")
+        gathered = np.full(total, -1.0) if rank == root else None
+        comm.Gatherv(whole[displs[rank] : displs[rank] + counts[rank]], gathered, root)
+        if rank == root:
+            same(gathered, whole, f"Gatherv into a bare buffer {root=}")
+    everyone = np.full(total, -1.0)
+    comm.Allgatherv(whole[displs[rank] : displs[rank] + counts[rank]], [everyone, types.DOUBLE])
+    same(everyone, whole, "Allgatherv into [buf, DOUBLE]")
+    # One count for every rank, blocks `stride` elements apart (gaps stay untouched).
+    stride = 3
+    strided = np.full(size * stride, -1, "i")
+    comm.Allgatherv(data(rank, 2, "i"), [strided, 2, stride, types.INT])
+    want = np.full(size * stride, -1, "i")
+    for k in range(size):
+        want[k * stride : k * stride + 2] = data(k, 2, "i")
+    same(strided, want, "Allgatherv([buf, 2, stride, INT])")
+    gathered = np.full(size * stride, -1, "i")
+    comm.Gatherv(data(rank, 2, "i"), [gathered, (2, stride), types.INT], root=0)
+    if rank == 0:
+        same(gathered, want, "Gatherv([buf, (2, stride), INT])")
+    mine = np.full(2, -1, "i")
+    comm.Scatterv([want, ([2] * size, stride), types.INT], mine, root=size - 1)
+    same(mine, data(rank, 2, "i"), "Scatterv([buf, (counts, stride), INT])")
+    # Alltoallv without counts: each side split unevenly the same way.
+    sendcounts, senddispls = uneven(total, size)
+    outgoing = data(rank, total, "q")
+    incoming = np.full(sendcounts[rank] * size, -1, "q")
+    comm.Alltoallv(outgoing, incoming)
+    want = np.concatenate(
+        [
+            data(k, total, "q")[senddispls[rank] : senddispls[rank] + sendcounts[rank]]
+            for k in range(size)
+        ]
+    )
+    same(incoming, want, "Alltoallv of bare buffers")
+    try:
+        comm.Allgatherv(data(rank, 1, "d"), [np.zeros(4), (1, 2, 3), types.DOUBLE])
+    except ValueError as error:
+        check("(counts, displs) pair" in str(error), str(error))
+        check("Comm.Allgatherv: recvbuf" in str(error), str(error))
+    else:
+        raise AssertionError("a tuple of three counts was accepted as a (counts, displs) pair")
+
+
 def check_allgather_alltoall(comm: Any) -> None:
     rank, size = comm.Get_rank(), comm.Get_size()
     for count in COUNTS:
@@ -555,6 +617,7 @@ def run_core(comm: Any) -> None:
     check_barrier_and_bcast(comm)
     check_gather_scatter(comm)
     check_vector_forms(comm)
+    check_mpi4py_vector_forms(comm)
     check_allgather_alltoall(comm)
     check_alltoallw(comm)
     check_reductions(comm)

@@ -29,7 +29,6 @@ from ..datatype.buffer import (
     VectorBufferSpec,
     export_buffer,
     parse_buffer,
-    parse_vector_buffer,
 )
 from ..datatype.predefined import BYTE
 from ..errors import ERR_ROOT, ERR_TYPE
@@ -39,6 +38,7 @@ from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
 from .request import Request
+from .vector_messages import parse_vector_message
 
 _PROTOCOL = 5
 
@@ -98,7 +98,7 @@ class Collectives:
         if c.rank != root:
             return c, _send_spec(sendbuf, call, in_place=False), None, root
         if vector:
-            recvspec = parse_vector_buffer(recvbuf, c.size, readonly=False)
+            recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
@@ -138,7 +138,7 @@ class Collectives:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
             return c, None, parse_buffer(recvbuf, readonly=False), root
         if vector:
-            sendspec = parse_vector_buffer(sendbuf, c.size)
+            sendspec = _vector(sendbuf, c.size, call, "sendbuf")
         else:
             sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
         recvspec = parse_buffer(recvbuf, readonly=False, in_place=True)
@@ -173,7 +173,7 @@ class Collectives:
     ) -> tuple[Communicator, BufferSpec, VectorBufferSpec]:
         c = self._live(call)
         if vector:
-            recvspec = parse_vector_buffer(recvbuf, c.size, readonly=False)
+            recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
@@ -209,12 +209,12 @@ class Collectives:
         c = self._live(call)
         size = c.size
         if vector:
-            recvspec = parse_vector_buffer(recvbuf, size, readonly=False)
-            sendspec = parse_vector_buffer(sendbuf, size, in_place=True)
+            recvspec = _vector(recvbuf, size, call, "recvbuf", readonly=False)
+            sendspec = _vector(sendbuf, size, call, "sendbuf", in_place=True)
         else:
             recvspec = _blocks(recvbuf, size, readonly=False, call=call)
             if sendbuf is IN_PLACE:
-                sendspec = parse_vector_buffer(IN_PLACE, size, in_place=True)
+                sendspec = _vector(IN_PLACE, size, call, "sendbuf", in_place=True)
             else:
                 sendspec = _blocks(sendbuf, size, readonly=True, call=call)
         if not sendspec.in_place:
@@ -510,6 +510,15 @@ def _send_spec(sendbuf: Any, call: str, *, in_place: bool) -> BufferSpec:
             "gather or reduction, or the send buffer of an all-to-all collective)"
         )
     return parse_buffer(sendbuf, in_place=in_place)
+
+
+def _vector(
+    msg: Any, size: int, call: str, what: str, *, readonly: bool = True, in_place: bool = False
+) -> VectorBufferSpec:
+    """A vector message, read as mpi4py reads it (:mod:`.vector_messages`)."""
+    return parse_vector_message(
+        msg, size, call=call, what=what, readonly=readonly, in_place=in_place
+    )
 
 
 def _check_op(op: Any, datatype: Datatype) -> None:
