@@ -85,6 +85,9 @@ class RefModule(CollModule):
 class Fast(CollComponent):
     name = "fast"
     version = "1.0"
+
+    def close(self):
+        EVENTS.append(("close", "fast"))
     default_priority = 50
 
     def query(self, context):
@@ -94,6 +97,9 @@ class Fast(CollComponent):
 class Ref(CollComponent):
     name = "ref"
     version = "1.0"
+
+    def close(self):
+        EVENTS.append(("close", "ref"))
     default_priority = 10
 
     def query(self, context):
@@ -103,6 +109,9 @@ class Ref(CollComponent):
 class Worldonly(CollComponent):
     name = "worldonly"
     version = "1.0"
+
+    def close(self):
+        EVENTS.append(("close", "worldonly"))
     default_priority = 90
 
     def query(self, context):
@@ -271,6 +280,37 @@ def test_modules_are_enabled_on_creation_and_disabled_when_freed(installed):
     assert events().count(("disable", "fast", cid)) == 2
     assert events().count(("disable", "ref", cid)) == 2
     assert ("enable", "worldonly", 0) not in events()
+
+
+def test_finalize_tears_down_the_modules_left_then_closes_the_components(installed):
+    open_with()
+    (world,) = make_world(1)
+    cid = world._c.context_id
+    events().clear()
+    base.finalize()
+    # COMM_WORLD's modules go first (best first module disabled last, as on Free), then every
+    # component is closed, in the reverse order of opening, once.
+    assert events()[:2] == [("disable", "ref", cid), ("disable", "fast", cid)]
+    assert sorted(events()[2:]) == [("close", "fast"), ("close", "ref"), ("close", "worldonly")]
+    assert table(world).modules == []
+    base.finalize()  # a second finalize has nothing left to do
+    assert len(events()) == 5
+    assert not base.is_open()
+
+
+def test_finalize_leaves_the_modules_of_freed_communicators_alone(installed):
+    open_with()
+    (world,) = make_world(1)
+    world._c.destroy()
+    disabled = [e for e in events() if e[0] == "disable"]
+    base.finalize()
+    assert [e for e in events() if e[0] == "disable"] == disabled
+    assert ("close", "fast") in events()
+
+
+def test_finalize_before_any_communicator_closes_nothing(installed):
+    base.finalize()
+    assert not base.is_open()
 
 
 def test_a_component_that_declines_a_communicator_leaves_it_to_the_others(installed):

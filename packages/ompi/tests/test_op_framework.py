@@ -75,6 +75,9 @@ class Slow(OpComponent):
     version = "1.0"
     default_priority = 5
 
+    def close(self):
+        ASKED.append(("closed", "slow"))
+
     def query(self, context=None):
         return Offer(self.priority, AnySumModule())
 
@@ -269,3 +272,16 @@ def test_a_non_op_is_refused_with_a_type_error():
         base.kernel("SUM", types.INT)
     with pytest.raises(TypeError, match=r"expecting an MPI\.Datatype"):
         base.kernel(SUM, "d")
+
+
+def test_finalize_closes_the_components_and_forgets_the_kernels(installed):
+    open_with(op="fast,slow")
+    fast = base.kernel(SUM, types.DOUBLE)
+    assert fast.origin == "fast"
+    base.finalize()
+    assert ("closed", "slow") in asked()
+    assert base.opened_framework() is None
+    base.finalize()  # nothing left to close
+    assert asked().count(("closed", "slow")) == 1
+    open_with(op="slow")  # a new selection starts from scratch, no stale kernel
+    assert base.kernel(SUM, types.DOUBLE).origin == "slow"

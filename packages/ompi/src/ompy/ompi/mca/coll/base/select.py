@@ -3,7 +3,10 @@
 The framework is opened once per process, on the first communicator (entry-point scan, imports
 of the admitted components, ``register_params``, ``open``); each new communicator then costs
 one ``query`` per component.  :func:`comm_select` is called by communicator creation,
-:func:`comm_unselect` when the communicator is freed.
+:func:`comm_unselect` when the communicator is freed, and :func:`finalize` by ``MPI.Finalize``
+once the predefined communicators are gone: it tears down the modules of any communicator still
+alive, then closes the components (a component's ``close`` may release what its modules
+shared, so no module may outlive it).
 
 A component whose ``query`` raises is skipped (and reported by ``ompy info``) unless the user
 asked for it by name (``coll = tuned,basic``), which makes the failure an error; an offer with
@@ -27,6 +30,9 @@ from .table import CollTable, build_table
 
 _lock = threading.Lock()
 _opened: OpenFramework | None = None
+#: id -> communicator whose modules are enabled, for :func:`finalize` (a freed one leaves; one
+#: the program dropped without freeing stays, as the PML keeps it too until Finalize).
+_selected: dict[int, Any] = {}
 
 
 def opened_framework(registry: Registry | None = None) -> OpenFramework:
@@ -57,6 +63,33 @@ def reset_selection() -> None:
         if _opened is not None:
             _opened.close()
         _opened = None
+        _selected.clear()
+
+
+def is_open() -> bool:
+    """Whether the coll framework of this process is open (components loaded, not closed)."""
+    return _opened is not None
+
+
+def finalize() -> None:
+    """Close the coll framework at ``MPI.Finalize``: modules first, then the components.
+
+    The modules of communicators still alive (the program did not free them) are disabled as
+    on ``Comm.Free``; then every component's ``close`` runs, in the reverse order of opening.
+    Calling it again, or before any communicator, does nothing.
+    """
+    global _opened
+    left = list(_selected.values())
+    _selected.clear()
+    for comm in left:
+        if _opened is not None:
+            _opened.say(10, f"tearing down the modules of {_label(comm)}, never freed")
+        comm_unselect(comm)
+    with _lock:
+        opened, _opened = _opened, None
+    if opened is not None:
+        opened.say(10, "closing the coll components")
+        opened.close()
 
 
 def comm_select(comm: Any, registry: Registry | None = None) -> CollTable:
@@ -89,6 +122,7 @@ def comm_select(comm: Any, registry: Registry | None = None) -> CollTable:
             ERR_INTERN,
             f"the coll component '{name}' failed to set up its module on {_label(comm)}: {error}",
         ) from error
+    _selected[id(comm)] = comm
     return table
 
 
@@ -97,9 +131,10 @@ def comm_unselect(comm: Any) -> None:
     table: CollTable | None = getattr(comm, "coll", None)
     if table is None:
         return
-    for _name, module in reversed(table.modules):
+    _selected.pop(id(comm), None)
+    modules, table.modules = table.modules, []
+    for _name, module in reversed(modules):
         module.disable(comm)
-    table.modules = []
 
 
 def _label(comm: Any) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .rules import ALLOWED, TypeClass, allowed, check, type_class
 from .select import (
     accumulate_kernel,
+    finalize,
     forget,
     intrinsic_kernel,
     kernel,
@@ -28,6 +29,7 @@ __all__ = [
     "accumulate_kernel",
     "allowed",
     "check",
+    "finalize",
     "forget",
     "intrinsic_kernel",
     "kernel",

@@ -208,6 +208,18 @@ def reset_selection() -> None:
         _modules = ()
 
 
+def finalize() -> None:
+    """Close the op framework at ``MPI.Finalize`` (after coll, whose modules use its kernels).
+
+    The components are closed in the reverse order of opening and every cached kernel is
+    dropped; calling it again does nothing.
+    """
+    opened = _opened
+    if opened is not None:
+        opened.say(10, "closing the op components")
+    reset_selection()
+
+
 def _nobody_implements(op: Intrinsic, datatype: Datatype) -> str:
     opened = _opened
     running = ", ".join(component.name for component, _ in _modules) or "none"
