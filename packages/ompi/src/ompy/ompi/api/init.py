@@ -35,6 +35,8 @@ from ..constants import (
 from ..errors import ERR_ARG, ERR_OTHER
 from ..errors import Exception as MPIException
 from ..group import set_world_group
+from ..mca.coll import base as coll_base
+from ..mca.op import base as op_base
 from . import comm as comm_module
 from . import rc
 from .comm import COMM_SELF, COMM_WORLD
@@ -263,6 +265,8 @@ def Finalize() -> None:
     for communicator in (self_comm, world):
         if communicator is not None:
             communicator.destroy()
+    coll_base.finalize()  # modules of communicators never freed, then coll's components
+    op_base.finalize()  # after coll, whose modules reduce with op's kernels
     process.close()
     comm_module.lifecycle["finalized"] = True
     _state.process = None
