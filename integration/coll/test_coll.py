@@ -77,3 +77,32 @@ def test_a_collective_without_any_component_fails_clearly(ompy, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "no coll component implements barrier" in result.stdout
     assert "install ompy-coll-basic" in result.stdout
+
+
+def test_finalize_closes_the_coll_then_the_op_framework(ompy, tmp_path):
+    """At Finalize the modules of a communicator never freed go, then coll's and op's components."""
+    program = tmp_path / "finalize.py"
+    program.write_text(
+        "import numpy as np\n"
+        "from ompy import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "kept = comm.Dup()  # never freed\n"
+        "total = np.zeros(1)\n"
+        "kept.Allreduce(np.ones(1), total)\n"
+        "assert total[0] == comm.Get_size()\n"
+    )
+    args = ["-n", "2", "--mca", "coll_base_verbose", "10", "--mca", "op_base_verbose", "10"]
+    result = ompy.run([*args, sys.executable, str(program)], timeout=120)
+    assert result.returncode == 0, result.stderr
+    for pid in {line.split("]")[0] for line in result.stderr.splitlines() if line.startswith("[")}:
+        lines = [line for line in result.stderr.splitlines() if line.startswith(pid + "]")]
+        said = [line.split(": ", 1)[-1] for line in lines]
+        if not any("closing the" in line for line in said):
+            continue  # the launcher's own lines
+        teardown = next(i for i, line in enumerate(said) if "tearing down the modules" in line)
+        coll = said.index("closing the coll components")
+        op = said.index("closing the op components")
+        assert teardown < coll < op, lines
+    closing = result.stderr.count("closing the coll components")
+    assert closing == 2, result.stderr
+    assert result.stderr.count("closing the op components") == 2, result.stderr
