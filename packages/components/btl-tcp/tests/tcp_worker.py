@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ompy.opal.mca.btl import BtlContext, BtlPeerError
+from ompy.opal.mca.btl import BtlContext, BtlPeerError, MemHandle
 from ompy.opal.mca.btl.base import TAG_USR, select_btls
 from ompy.opal.mca.params import Registry
 from ompy.opal.modex import DirectoryModex
@@ -207,12 +207,50 @@ def scenario_peer_dies(me: Rank) -> None:
         raise AssertionError("sending to a dead peer must raise")
 
 
+def scenario_finalize_flushes(me: Rank) -> None:
+    """Rank 0 queues frames before any connection exists and finalizes at once: none is lost."""
+    if me.rank == 0:
+        for seq in range(3):
+            me.send(b"last words %d" % seq)
+        assert me.peer.conn is None, "the frames must be queued while the handshake runs"
+        return  # main() finalizes right away
+    expected = [b"last words %d" % seq for seq in range(3)]
+    if not me.engine.wait_until(lambda: len(me.received) == 3, timeout=15):
+        raise TimeoutError(f"rank 1 received only {me.received} of rank 0's last frames")
+    assert me.received == expected, me.received
+
+
+def scenario_get_peer_dies(me: Rank) -> None:
+    """Rank 1 dies while answering rank 0's 64 MiB get: the get fails, it does not hang."""
+    size = 64 << 20
+    if me.rank == 1:
+        source = np.ones(size, dtype=np.uint8)
+        handle = me.module.register_mem(memoryview(source))
+        me.send(handle.pack())
+        me.drain()
+        # Answer until the reply is partly on the wire, then die with the rest unsent.
+        me.wait(lambda: me.peer.queue, "the get request")
+        os._exit(0)
+    me.wait(lambda: me.received, "the peer's memory handle")
+    handle = MemHandle.unpack(me.received[0])
+    outcome: list = []
+    target = np.zeros(size, dtype=np.uint8)
+    me.module.get(me.peer, memoryview(target), handle, 0, outcome.append)
+    me.wait(lambda: outcome, "the get to fail")
+    assert isinstance(outcome[0], BtlPeerError), outcome
+    assert "without finalizing" in str(outcome[0]), outcome[0]
+    assert me.errors and "without finalizing" in str(me.errors[0]), me.errors
+    assert not me.peer.gets
+
+
 SCENARIOS = {
     "sizes": scenario_sizes,
     "both_ways": scenario_both_ways,
     "simultaneous": scenario_simultaneous,
     "wrong_secret": scenario_wrong_secret,
     "peer_dies": scenario_peer_dies,
+    "finalize_flushes": scenario_finalize_flushes,
+    "get_peer_dies": scenario_get_peer_dies,
 }
 
 

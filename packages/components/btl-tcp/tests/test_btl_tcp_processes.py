@@ -62,3 +62,11 @@ def test_a_peer_with_the_wrong_secret_is_refused(tmp_path):
 
 def test_a_peer_that_dies_is_reported_to_the_error_callback(tmp_path):
     run_pair(tmp_path, "peer_dies")
+
+
+def test_frames_queued_during_the_handshake_are_delivered_by_finalize(tmp_path):
+    run_pair(tmp_path, "finalize_flushes", ({"btl_tcp_finalize_timeout": 10}, {}))
+
+
+def test_a_get_from_a_peer_that_dies_mid_transfer_fails_with_a_clear_error(tmp_path):
+    run_pair(tmp_path, "get_peer_dies")

@@ -21,6 +21,7 @@ from . import __version__, wire
 from .interfaces import discover_interfaces, select_interfaces
 from .module import TcpModule
 from .poller import Poller
+from .rdma import Registrations
 
 
 class TcpComponent(BtlComponent):
@@ -86,6 +87,15 @@ class TcpComponent(BtlComponent):
             minimum=0,
         )
         self.register_param(
+            "get_stripe_min",
+            ParamType.INT,
+            1 << 20,
+            "Smallest share of a get each tcp module (link) reaching the peer carries; a get "
+            "shorter than twice this goes over one link",
+            level=5,
+            minimum=1,
+        )
+        self.register_param(
             "free_list_max",
             ParamType.INT,
             1024,
@@ -107,6 +117,8 @@ class TcpComponent(BtlComponent):
         self.modules: list[TcpModule] = []
         self._cards: dict[int, list[wire.ContactAddress] | None] = {}
         self._modex = None
+        #: Regions registered for the peers' gets, shared by every module (link) of this process.
+        self.registrations = Registrations()
         try:
             self.verbose = self.registry.get("btl_base_verbose") >= 20
         except ParamError:
@@ -149,6 +161,7 @@ class TcpComponent(BtlComponent):
                         cards=self.card,
                         sndbuf=self.param("sndbuf"),
                         rcvbuf=self.param("rcvbuf"),
+                        get_stripe_min=self.param("get_stripe_min"),
                         free_list_max=self.param("free_list_max"),
                         finalize_timeout=self.param("finalize_timeout"),
                     )

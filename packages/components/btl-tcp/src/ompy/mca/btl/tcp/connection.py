@@ -3,7 +3,9 @@
 Reading: frames are parsed out of a per-connection receive buffer, so one ``recv_into`` may
 deliver many small frames; each payload goes to the tag's callback as a view into that buffer.
 A frame too large for the buffer is read straight into a target buffer kept by the connection
-(grown once, then reused) and delivered whole.
+(grown once, then reused) and delivered whole.  The data of a GET_REPLY is read straight into the
+destination of the get it answers (the *sink*): only what the last ``recv_into`` of the buffer
+already holds is copied, the rest never passes through the connection.
 
 Writing: the endpoint's queue holds ``[buffers, descriptor]`` entries; :meth:`Connection.flush`
 sends as many of them as the socket takes with one ``sendmsg`` (header and payload segments
@@ -23,6 +25,7 @@ from ompy.opal.mca.btl import BtlPeerError, DescriptorFlags
 
 from . import wire
 from .poller import READ, READABLE, WRITE
+from .rdma import GetPart
 
 if TYPE_CHECKING:
     from .module import TcpEndpoint, TcpModule
@@ -30,6 +33,19 @@ if TYPE_CHECKING:
 _FRAME_UNPACK = wire.FRAME.unpack_from
 _FRAME_SIZE = wire.FRAME_SIZE
 _KIND_DATA = wire.KIND_DATA
+_KIND_BYE = wire.KIND_BYE
+_KIND_GET = wire.KIND_GET
+_KIND_GET_REPLY = wire.KIND_GET_REPLY
+_KIND_GET_ERROR = wire.KIND_GET_ERROR
+_GET_REQUEST_UNPACK = wire.GET_REQUEST.unpack_from
+_REPLY_UNPACK = wire.GET_REPLY.unpack_from
+_REPLY_HEADER_SIZE = _FRAME_SIZE + wire.GET_REPLY.size
+#: The shortest payload of each kind that has a fixed part (a GET is exactly this long).
+_SMALLEST = {
+    _KIND_GET: wire.GET_REQUEST.size,
+    _KIND_GET_REPLY: wire.GET_REPLY.size,
+    _KIND_GET_ERROR: wire.GET_ERROR.size,
+}
 _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _MAX_IOV = 512
 
@@ -71,6 +87,9 @@ class Connection:
         self.big_length = 0
         self.big_filled = 0
         self.big_tag = 0
+        self.sink: memoryview | None = None  # where the rest of a GET_REPLY goes
+        self.sink_filled = 0
+        self.sink_part: GetPart | None = None
 
     # -- handshake --------------------------------------------------------------------------
 
@@ -209,21 +228,26 @@ class Connection:
 
     def receive(self) -> int:
         """Read what the socket has and deliver every complete frame."""
+        events = 0
+        if self.sink is not None:
+            events = self._receive_sink()
+            if self.sink is not None or self.state != OPEN:
+                return events
         if self.big is not None:
-            return self._receive_big()
+            return events + self._receive_big()
         try:
             count = self.sock.recv_into(self.rview[self.end :])
         except BlockingIOError:
-            return 0
+            return events
         except OSError as error:
             self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
-            return 1
+            return events + 1
         if not count:
             self._eof()
-            return 1
+            return events + 1
         self.end += count
         self.module.bytes_received += count
-        return self._parse()
+        return events + self._parse()
 
     def _parse(self) -> int:
         rbuf = self.rbuf
@@ -236,36 +260,169 @@ class Connection:
         while end - start >= _FRAME_SIZE:
             length, kind, tag = _FRAME_UNPACK(rbuf, start)
             total = _FRAME_SIZE + length
+            if kind != _KIND_DATA and length < _SMALLEST.get(kind, 0):
+                self.lost(
+                    f"rank {self.peer_rank} sent a frame of kind {kind} with only {length} "
+                    "bytes (a protocol error)"
+                )
+                return delivered + 1
+            if kind == _KIND_GET_REPLY and end - start >= _REPLY_HEADER_SIZE:
+                self.start = start
+                self.end = end
+                outcome = self._reply(length - wire.GET_REPLY.size)
+                if outcome < 0:  # the rest of the reply comes straight from the socket
+                    return delivered + self._receive_sink()
+                if self.state != OPEN:
+                    return delivered + 1
+                start = self.start
+                end = self.end
+                delivered += outcome
+                continue
             if end - start < total:
-                if total > len(rbuf):
+                if total > len(rbuf) and kind == _KIND_DATA:
                     self._start_big(length, tag, start, end)
                     return delivered + self._receive_big()
-                if start + total > len(rbuf):  # make room: move the partial frame to the front
+                if total > len(rbuf) and kind != _KIND_GET_REPLY:
+                    self.lost(
+                        f"rank {self.peer_rank} sent a {length}-byte frame of kind {kind}, "
+                        "longer than any such frame can be (a protocol error)"
+                    )
+                    return delivered + 1
+                if start + max(total, _REPLY_HEADER_SIZE) > len(rbuf):  # make room at the front
                     rview[: end - start] = rview[start:end]
                     end -= start
                     start = 0
                 break
+            # Positions are saved first: callbacks may re-enter (sends, not progress).
+            self.start = start + total
+            self.end = end
             if kind == _KIND_DATA:
                 callback = callbacks[tag]
                 if callback is None:
                     module.no_callback(tag)
-                # Positions are saved first: the callback may re-enter (sends, not progress).
-                self.start = start + total
-                self.end = end
                 callback(module, tag, rview[start + _FRAME_SIZE : start + total])
-            else:
-                self.bye_received = True
+            elif not self._control(kind, rview[start + _FRAME_SIZE : start + total]):
+                return delivered + 1
             start += total
             delivered += 1
         if start == end:
             start = end = 0
-        elif start + _FRAME_SIZE > len(rbuf):  # a partial header at the very end: move it
+        elif start + _REPLY_HEADER_SIZE > len(rbuf):  # a partial header at the very end: move it
             rview[: end - start] = rview[start:end]
             end -= start
             start = 0
         self.start = start
         self.end = end
         return delivered
+
+    def _control(self, kind: int, payload: memoryview) -> bool:
+        """A frame that is not data (BYE, GET, GET_ERROR); False when the connection is gone."""
+        if kind == _KIND_BYE:
+            self.bye_received = True
+        elif kind == _KIND_GET:
+            get_id, key, offset, size = _GET_REQUEST_UNPACK(payload)
+            try:
+                self.module.serve_get(self.endpoint, get_id, key, offset, size)
+            except BtlPeerError:
+                return False  # the connection is gone; the module reported it
+        elif kind == _KIND_GET_ERROR:
+            return self._get_error(payload)
+        else:
+            self.lost(f"rank {self.peer_rank} sent a frame of unknown kind {kind}")
+            return False
+        return self.state == OPEN
+
+    def _part(self, get_id: int, what: str) -> GetPart | None:
+        """The get part a reply or error answers, or None (and the connection lost) if unknown."""
+        endpoint = self.endpoint
+        part = endpoint.gets.get(get_id) if endpoint is not None else None
+        if part is None:
+            self.lost(
+                f"rank {self.peer_rank} sent a {what} for get {get_id}, which is not in flight "
+                "(a protocol error)"
+            )
+        return part
+
+    def _reply(self, size: int) -> int:
+        """A GET_REPLY header is in the buffer at ``start``: place its data.
+
+        Returns 1 when the whole reply was in the buffer, -1 when the rest must be read into the
+        sink, 0 when the connection was lost (unknown get, or a reply outside the get).
+        """
+        start = self.start
+        end = self.end
+        get_id, position = _REPLY_UNPACK(self.rbuf, start + _FRAME_SIZE)
+        part = self._part(get_id, "reply")
+        if part is None:
+            return 0
+        if position + size > len(part.view):
+            self.lost(
+                f"rank {self.peer_rank} answered get {get_id} with bytes {position}.."
+                f"{position + size}, outside the {len(part.view)} bytes asked for"
+            )
+            return 0
+        target = part.view[position : position + size]
+        data = start + _REPLY_HEADER_SIZE
+        have = min(end - data, size)
+        target[:have] = self.rview[data : data + have]
+        if have < size:
+            self.start = self.end = 0  # everything buffered was this reply's
+            self.sink = target
+            self.sink_filled = have
+            self.sink_part = part
+            return -1
+        self.start = data + have
+        if self.start == end:
+            self.start = self.end = 0
+        self._part_filled(part, size)
+        return 1
+
+    def _part_filled(self, part: GetPart, size: int) -> None:
+        part.filled += size
+        if part.filled >= len(part.view):
+            del self.endpoint.gets[part.id]
+            part.get.part_done(None)
+
+    def _receive_sink(self) -> int:
+        sink = self.sink
+        size = len(sink)
+        filled = self.sink_filled
+        recv_into = self.sock.recv_into
+        module = self.module
+        try:
+            while filled < size:
+                count = recv_into(sink[filled:])
+                if not count:
+                    module.bytes_received += filled - self.sink_filled
+                    self.sink_filled = filled
+                    self._eof()
+                    return 1
+                filled += count
+        except BlockingIOError:
+            module.bytes_received += filled - self.sink_filled
+            self.sink_filled = filled
+            return 0
+        except OSError as error:
+            self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
+            return 1
+        module.bytes_received += filled - self.sink_filled
+        part = self.sink_part
+        self.sink = self.sink_part = None
+        self.sink_filled = 0
+        self._part_filled(part, size)
+        return 1
+
+    def _get_error(self, payload: memoryview) -> bool:
+        """The peer could not answer a get: fail it with the peer's reason. False if lost."""
+        (get_id,) = wire.GET_ERROR.unpack_from(payload)
+        part = self._part(get_id, "GET_ERROR")
+        if part is None:
+            return False
+        del self.endpoint.gets[get_id]
+        reason = bytes(payload[wire.GET_ERROR.size :]).decode("utf-8", "replace")
+        who = f"tcp {self.module.name}: a get from rank {self.peer_rank}"
+        part.get.part_done(BtlPeerError(f"{who} failed: {reason}"))
+        return True
 
     def _start_big(self, length: int, tag: int, start: int, end: int) -> None:
         if len(self._big_buffer) < length:
@@ -312,7 +469,7 @@ class Connection:
         return 1
 
     def _eof(self) -> None:
-        if self.bye_received and self.big is None and self.start == self.end:
+        if self.bye_received and self.big is None and self.sink is None and self.start == self.end:
             self.close()
             self.module.connection_closed(self)
         else:

@@ -7,34 +7,50 @@ and abandons its own; the lower rank answers the higher rank's attempt with ``DU
 
 Each endpoint sends on exactly one connection, in order; frames queued before the connection is
 up (or while the socket is full) leave in the order they were sent.
+
+``get`` (see :mod:`.rdma`) sends a small GET frame through that same queue; the peer answers with
+GET_REPLY frames that carry a view of its registered buffer, and the reply is read straight into
+the destination.  A get long enough is striped over every tcp module (link) of this process that
+reaches the peer, in shares weighted by their bandwidth.
+
+Finalize flushes every queued frame, completing handshakes still in progress first; frames that
+still cannot be delivered within ``btl_tcp_finalize_timeout`` fail their descriptors and make
+finalize raise an error that counts them.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import time
 from collections import deque
 from collections.abc import Sequence
 
 from ompy.opal.mca.btl import (
+    BtlError,
     BtlFlags,
     BtlModule,
     BtlPeerError,
     Descriptor,
     DescriptorFlags,
     Endpoint,
+    MemHandle,
     ModuleAttributes,
 )
 from ompy.opal.proc import Proc
 
 from . import wire
-from .connection import Connection
+from .connection import CLOSED, CONNECTING, OPEN, Connection
 from .interfaces import Interface
-from .poller import READ, Poller
+from .poller import READ, WRITE, Poller
+from .rdma import Get, GetCompletion, GetPart, split
 
 _FRAME_PACK = wire.FRAME.pack
 _FRAME_SIZE = wire.FRAME_SIZE
 _DATA = wire.KIND_DATA
+_GET_FRAME = wire.FRAME.pack(wire.GET_REQUEST.size, wire.KIND_GET, 0)
+_GET_REQUEST_PACK = wire.GET_REQUEST.pack
+_REPLY_HEADER_SIZE = _FRAME_SIZE + wire.GET_REPLY.size
 _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 
@@ -42,7 +58,7 @@ _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 class TcpEndpoint(Endpoint):
     """A peer as one tcp module sees it: where to connect, the connection, the send queue."""
 
-    __slots__ = ("address", "closed", "conn", "error", "pending", "queue", "waiting")
+    __slots__ = ("address", "closed", "conn", "error", "gets", "pending", "queue", "waiting")
 
     def __init__(self, module: TcpModule, proc: Proc, address: tuple[str, int]) -> None:
         super().__init__(module, proc)
@@ -53,12 +69,13 @@ class TcpEndpoint(Endpoint):
         self.queue: deque = deque()
         self.error: BaseException | None = None
         self.closed = False  # the peer finalized
+        self.gets: dict[int, GetPart] = {}  # our gets from this peer, by get id
 
 
 class TcpModule(BtlModule):
     """Fragments over TCP through one interface."""
 
-    flags = BtlFlags.SEND | BtlFlags.SENDI
+    flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.GET
 
     def __init__(
         self,
@@ -74,6 +91,7 @@ class TcpModule(BtlModule):
         cards,
         sndbuf: int = 0,
         rcvbuf: int = 0,
+        get_stripe_min: int = 1 << 20,
         free_list_max: int | None = None,
         finalize_timeout: float = 5.0,
     ) -> None:
@@ -88,6 +106,8 @@ class TcpModule(BtlModule):
         self.sndbuf = sndbuf
         self.rcvbuf = rcvbuf
         self.finalize_timeout = finalize_timeout
+        self.get_stripe_min = get_stripe_min
+        self._get_ids = 0
         self.rejected = 0  # incoming connections that failed the handshake (strangers)
         # Bytes read from this module's sockets (frames and their headers), counted per read
         # call rather than per frame: reported at finalize under btl_base_verbose >= 20, so a
@@ -154,6 +174,14 @@ class TcpModule(BtlModule):
             if not isinstance(endpoint, TcpEndpoint) or endpoint.module is not self:
                 continue
             self.endpoints.pop(endpoint.proc.rank, None)
+            if endpoint.gets:
+                self.fail_gets(
+                    endpoint,
+                    BtlPeerError(
+                        f"tcp {self.name}: rank {endpoint.proc.rank} was removed (del_procs) "
+                        "while gets from it were in flight"
+                    ),
+                )
             for conn in (endpoint.conn, endpoint.pending):
                 if conn is not None:
                     conn.say_goodbye()
@@ -245,6 +273,140 @@ class TcpModule(BtlModule):
                 "sent to it"
             )
         return BtlPeerError(f"tcp {self.name}: rank {endpoint.proc.rank} is unreachable")
+
+    def post(self, endpoint: TcpEndpoint, buffers: list) -> None:
+        """Send a frame that has no descriptor (get traffic) in order with everything else.
+
+        ``buffers`` are sent without a copy, so they must stay unchanged until they left.
+        """
+        conn = endpoint.conn
+        queue = endpoint.queue
+        if conn is not None and not queue:
+            try:
+                sent = conn.sock.sendmsg(buffers)
+            except BlockingIOError:
+                sent = 0
+            except OSError as error:
+                conn.lost(f"sending to rank {endpoint.proc.rank} failed: {error}")
+                raise self._unreachable(endpoint) from error
+            if sent == sum(len(buffer) for buffer in buffers):
+                return
+            _skip(buffers, sent)
+            queue.append([buffers, None])
+            conn.want_write()
+            return
+        if endpoint.error is not None or endpoint.closed:
+            raise self._unreachable(endpoint)
+        queue.append([buffers, None])
+        if conn is None:
+            self._connect(endpoint)
+
+    # -- RDMA get ---------------------------------------------------------------------------
+
+    def register_mem(self, buffer: memoryview) -> MemHandle:
+        """Offer ``buffer`` to the peers' gets (every tcp module of this process serves it)."""
+        return self.component.registrations.register(buffer)
+
+    def deregister_mem(self, handle: MemHandle) -> None:
+        self.component.registrations.deregister(handle)
+
+    def get(
+        self,
+        endpoint: TcpEndpoint,
+        local: memoryview,
+        remote: MemHandle,
+        offset: int,
+        completion: GetCompletion | None = None,
+    ) -> None:
+        """Read ``len(local)`` bytes at ``offset`` of the peer's region into ``local``.
+
+        Returns at once; ``completion(error)`` runs from progress once the data is in place, or
+        with a :class:`BtlPeerError` when the peer cannot answer (gone, or the key is invalid).
+        ``local`` must stay alive and untouched until then.
+        """
+        view = memoryview(local)
+        if view.readonly:
+            raise BtlError(f"tcp {self.name}: the destination of a get must be writable")
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        length = len(view)
+        if offset < 0 or offset + length > remote.length:
+            raise BtlError(
+                f"tcp {self.name}: a get of {length} bytes at offset {offset} does not fit the "
+                f"peer's {remote.length}-byte region (key {remote.key})"
+            )
+        if endpoint.error is not None or endpoint.closed:
+            raise self._unreachable(endpoint)
+        if not length:
+            if completion is not None:
+                completion(None)
+            return
+        links = self._links_to(endpoint)
+        shares = split(length, [m.bandwidth for m, _ in links], self.get_stripe_min)
+        whole = Get(len(shares), completion)
+        for (module, link_endpoint), (start, size) in zip(links, shares, strict=False):
+            module._request(
+                link_endpoint, view[start : start + size], remote.key, offset + start, whole
+            )
+
+    def _links_to(self, endpoint: TcpEndpoint) -> list[tuple[TcpModule, TcpEndpoint]]:
+        """This module's endpoint first, then the other modules' usable endpoints to the peer."""
+        links = [(self, endpoint)]
+        rank = endpoint.proc.rank
+        for module in self.component.modules:
+            if module is self:
+                continue
+            other = module.endpoints.get(rank)
+            if other is not None and other.error is None and not other.closed:
+                links.append((module, other))
+        return links
+
+    def _request(
+        self, endpoint: TcpEndpoint, view: memoryview, key: int, offset: int, whole: Get
+    ) -> None:
+        self._get_ids += 1
+        get_id = self._get_ids
+        endpoint.gets[get_id] = GetPart(get_id, view, whole)
+        request = _GET_FRAME + _GET_REQUEST_PACK(get_id, key, offset, len(view))
+        try:
+            self.post(endpoint, [request])
+        except BtlPeerError as error:
+            del endpoint.gets[get_id]
+            whole.part_done(error)
+
+    def serve_get(
+        self, endpoint: TcpEndpoint | None, get_id: int, key: int, offset: int, length: int
+    ) -> None:
+        """A peer asked for part of a registered region: answer from the buffer itself."""
+        if endpoint is None:
+            raise BtlPeerError(
+                f"tcp {self.name}: a GET arrived on a connection no peer was added for"
+            )
+        try:
+            region = self.component.registrations.region(key, offset, length)
+        except BtlError as error:
+            message = f"rank {self.me.rank}: {error}".encode()
+            header = wire.FRAME.pack(wire.GET_ERROR.size + len(message), wire.KIND_GET_ERROR, 0)
+            self.post(endpoint, [header + wire.GET_ERROR.pack(get_id) + message])
+            return
+        chunk = wire.REPLY_CHUNK
+        for position in range(0, length or 1, chunk):  # an empty get: one empty reply
+            piece = region[position : position + chunk]
+            header = _FRAME_PACK(wire.GET_REPLY.size + len(piece), wire.KIND_GET_REPLY, 0)
+            self.post(endpoint, [header + wire.GET_REPLY.pack(get_id, position), piece])
+
+    def fail_gets(self, endpoint: TcpEndpoint, error: BaseException) -> None:
+        """Every get in flight from this peer fails with ``error``, none is left waiting."""
+        parts = list(endpoint.gets.values())
+        endpoint.gets.clear()
+        raised: BaseException | None = None
+        for part in parts:
+            try:
+                part.get.part_done(error)
+            except Exception as failure:  # an upper layer's callback: run the others first
+                raised = raised or failure
+        if raised is not None:
+            raise raised
 
     # -- connections ------------------------------------------------------------------------
 
@@ -362,9 +524,25 @@ class TcpModule(BtlModule):
         elif endpoint.conn is conn:
             endpoint.conn = None
             endpoint.closed = True
+            if endpoint.gets:
+                self.fail_gets(
+                    endpoint,
+                    BtlPeerError(
+                        f"tcp {self.name}: rank {endpoint.proc.rank} finalized before answering "
+                        f"{len(endpoint.gets)} get(s) from it"
+                    ),
+                )
 
     def _fail_endpoint(self, endpoint: TcpEndpoint, error: BtlPeerError) -> None:
         endpoint.error = error
+        self._fail_queue(endpoint, error)
+        try:
+            self.fail_gets(endpoint, error)
+        finally:
+            self.report_error(endpoint, error)
+
+    def _fail_queue(self, endpoint: TcpEndpoint, error: BtlPeerError) -> int:
+        """Fail every queued descriptor; the number of frames that were queued."""
         queued = list(endpoint.queue)
         endpoint.queue.clear()
         for _buffers, descriptor in queued:
@@ -372,14 +550,35 @@ class TcpModule(BtlModule):
                 descriptor.completion(self, endpoint, descriptor, error)
             if descriptor is not None and descriptor.flags & _OWNERSHIP:
                 self.free(descriptor)
-        self.report_error(endpoint, error)
+        return len(queued)
 
     # -- teardown ---------------------------------------------------------------------------
 
     def finalize(self) -> None:
-        """Say BYE on every connection, wait (bounded) for the peers' BYE, close everything."""
+        """Deliver what is queued, say BYE on every connection, wait (bounded) for the peers' BYE.
+
+        Frames queued to a peer whose connection is still in its handshake are not dropped: the
+        handshake is completed first.  What still cannot be delivered within the finalize
+        timeout fails its descriptors, and finalize raises a :class:`BtlPeerError` that counts it.
+        """
+        deadline = time.monotonic() + self.finalize_timeout
+        self._finish_handshakes(deadline)
         self.poller.remove(self.listener.fileno())
         self.listener.close()
+        undelivered = []
+        for endpoint in self.endpoints.values():
+            if endpoint.queue and endpoint.conn is None:
+                error = self._undeliverable(endpoint)
+                frames = self._fail_queue(endpoint, error)
+                undelivered.append(f"{frames} frame(s) to rank {endpoint.proc.rank}")
+            if endpoint.gets:
+                self.fail_gets(
+                    endpoint,
+                    BtlPeerError(
+                        f"tcp {self.name}: finalized while {len(endpoint.gets)} get(s) from rank "
+                        f"{endpoint.proc.rank} were in flight"
+                    ),
+                )
         connections = list(self.connections)
         self.connections.clear()
         for conn in connections:
@@ -391,6 +590,59 @@ class TcpModule(BtlModule):
         self.unclaimed.clear()
         if self.component.verbose:
             self.component.say(f"{self.name}: received {self.bytes_received} bytes")
+        if undelivered:
+            raise BtlPeerError(
+                f"tcp {self.name}: finalize could not deliver {', '.join(undelivered)}: no "
+                f"connection was established within btl_tcp_finalize_timeout = "
+                f"{self.finalize_timeout} s"
+            )
+
+    def _undeliverable(self, endpoint: TcpEndpoint) -> BtlPeerError:
+        state = endpoint.error or (
+            "its connection was still in its handshake"
+            if endpoint.pending is not None or endpoint.waiting
+            else "no connection to it was open"
+        )
+        return BtlPeerError(
+            f"tcp {self.name}: finalize could not deliver {len(endpoint.queue)} frame(s) to rank "
+            f"{endpoint.proc.rank}: {state}"
+        )
+
+    def _stalled(self) -> list[TcpEndpoint]:
+        """Endpoints with frames queued but no open connection to send them on."""
+        return [
+            endpoint
+            for endpoint in self.endpoints.values()
+            if endpoint.queue
+            and endpoint.conn is None
+            and endpoint.error is None
+            and not endpoint.closed
+        ]
+
+    def _finish_handshakes(self, deadline: float) -> None:
+        """Drive this module's handshakes (and only them) until no queued frame lacks a connection.
+
+        Only the listener and connections still in their handshake are polled, so no frame is
+        delivered to the upper layers while the module is going away.
+        """
+        handlers = self.poller.handlers
+        while stalled := self._stalled():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for endpoint in stalled:
+                self._connect(endpoint)
+            watch = select.poll()
+            watch.register(self.listener.fileno(), READ)
+            for conn in self.connections:
+                if conn.state == CONNECTING:
+                    watch.register(conn.fd, WRITE)
+                elif conn.state not in (OPEN, CLOSED):
+                    watch.register(conn.fd, READ)
+            for fd, mask in watch.poll(min(left, 0.1) * 1000):
+                handler = handlers.get(fd)
+                if handler is not None:
+                    handler(mask)
 
 
 def _skip(buffers: list, count: int) -> None:

@@ -4,6 +4,16 @@ Frames: an 8-byte header ``!IBB2x`` (payload length, kind, BTL tag, padding) and
 ``DATA`` frames go to the tag's callback; ``BYE`` says the sender is closing in order, so the EOF
 that follows is not an error.
 
+RDMA get over a stream (the tag byte is unused, 0)::
+
+    GET        get id, key, offset, length            asks the peer for part of a region it
+                                                      registered (``!QQQQ``, 32 bytes)
+    GET_REPLY  get id, position, then the data        the bytes at ``position`` of that get
+                                                      (``!QQ`` + data; a long get is answered
+                                                      in several replies of at most
+                                                      :data:`REPLY_CHUNK` bytes)
+    GET_ERROR  get id, then a UTF-8 message           the peer cannot answer (unknown key, range)
+
 Handshake (the connector speaks first; every message has a fixed size, all checked with HMAC-SHA256
 keyed with the job secret, so both sides prove they belong to the job before any frame is read)::
 
@@ -34,6 +44,15 @@ FRAME = struct.Struct("!IBB2x")
 FRAME_SIZE = FRAME.size
 KIND_DATA = 1
 KIND_BYE = 2
+KIND_GET = 3
+KIND_GET_REPLY = 4
+KIND_GET_ERROR = 5
+
+GET_REQUEST = struct.Struct("!QQQQ")
+GET_REPLY = struct.Struct("!QQ")
+GET_ERROR = struct.Struct("!Q")
+#: Most data bytes one GET_REPLY frame carries (its length must fit the header's 32 bits).
+REPLY_CHUNK = 1 << 30
 
 MAGIC = b"OMPYTCP1"
 HELLO = struct.Struct("!8s16sIH2x")
