@@ -104,16 +104,26 @@ def test_sigterm_to_the_launcher_is_forwarded(ompy):
     assert "received SIGTERM and forwarded it" in err
 
 
-@pytest.mark.parametrize("program", [[FAIL], ["sleep", "60"]], ids=["ompy-ranks", "plain"])
-def test_ranks_die_when_the_launcher_is_killed(ompy, program):
-    process = ompy.start(["-n", "2", "-q", *program])
+@pytest.mark.parametrize(
+    ("program", "fork_server", "processes"),
+    [([FAIL], "1", 4), ([FAIL], "0", 3), (["sleep", "60"], "1", 3)],
+    ids=["forked-ranks", "executed-ranks", "plain"],
+)
+def test_ranks_die_when_the_launcher_is_killed(ompy, program, fork_server, processes):
+    """Nothing survives a SIGKILL to the launcher: not the ranks, not the fork server.
+
+    A Python job has the launcher, its fork server and two ranks; without the fork server,
+    or for a program that is not Python, the launcher and two ranks.
+    """
+    options = ["--mca", "plm_local_fork_server", fork_server]
+    process = ompy.start(["-n", "2", "-q", *options, *program])
     if program == [FAIL]:
         _wait_for_ready(process, 2)
     else:
         deadline = time.monotonic() + 10
-        while len(marked_pids(ompy.marker)) < 3 and time.monotonic() < deadline:
+        while len(marked_pids(ompy.marker)) < processes and time.monotonic() < deadline:
             time.sleep(0.05)
-    assert len(marked_pids(ompy.marker)) == 3  # the launcher and two ranks
+    assert len(marked_pids(ompy.marker)) == processes
     process.kill()
     process.communicate(timeout=10)
     deadline = time.monotonic() + 5

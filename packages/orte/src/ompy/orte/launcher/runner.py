@@ -48,6 +48,17 @@ RAISED_GRACE = 1.0
 _HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1")
 
 
+def rank_base_environment(app_env: dict[str, str]) -> dict[str, str]:
+    """What every rank's environment holds before its identity variables are added.
+
+    The launcher's own environment (less an enclosing job's command-line names) plus the
+    application's ``-x`` and ``--mca`` variables.
+    """
+    base = {k: v for k, v in os.environ.items() if k != "OMPY_MCA_CLI_NAMES"}
+    base.update(app_env)
+    return base
+
+
 @attrs.define
 class _Ending:
     """Why the job ends early, and the code ompy run returns."""
@@ -155,8 +166,7 @@ class JobRunner:
     def _launch(self, server: Any, secret: bytes, session: Session) -> None:
         from ompy.orte.control import environment_for_rank
 
-        base = {k: v for k, v in os.environ.items() if k != "OMPY_MCA_CLI_NAMES"}
-        base.update(self.plan.app.env)
+        base = rank_base_environment(self.plan.app.env)
         for placement in self.plan.job_map.placements:
             self._handle_signals()
             if self._ending is not None:

@@ -48,17 +48,20 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
     from ompy.orte.mca.iof.base import select_iof
     from ompy.orte.mca.plm.base import select_plm
 
-    from .runner import JobRunner
+    from .runner import JobRunner, rank_base_environment
     from .session import new_jobid
 
     overrides = mca_overrides(options.mca)
     registry = launcher_registry(overrides)
     plan = plan_job(options, registry, reporter)
     opened = []
+    plm = None
     try:
         plm_fw, plm = select_plm(registry, plan.allocation.nodes)
         opened.append(plm_fw)
         plm.check_nodes(plan.allocation.nodes)
+        # As early as possible: a helper the plm starts here works while the launcher sets up.
+        plm.prepare(plan.app.argv, rank_base_environment(plan.app.env), plan.app.cwd)
         errmgr_fw, errmgr = select_errmgr(registry)
         opened.append(errmgr_fw)
         jobid = new_jobid()
@@ -83,5 +86,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
         )
         return runner.run()
     finally:
+        if plm is not None:
+            plm.finish()
         for framework in reversed(opened):
             framework.close()

@@ -72,6 +72,19 @@ class PlmModule(abc.ABC):
     def check_nodes(self, nodes: Sequence[Node]) -> None:
         """Raise :class:`~ompy.orte.launcher.errors.LaunchError` naming nodes it cannot reach."""
 
+    def prepare(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+        """Called once before the first :meth:`spawn`, with what every rank has in common.
+
+        ``env`` is the ranks' environment without their identity variables.  A module may
+        start helpers here (plm ``local`` starts its fork server), so that their start-up
+        overlaps the launcher's remaining set-up.  The default does nothing.
+        """
+        return None
+
+    def finish(self) -> None:
+        """Called once after every rank was reaped: stop what :meth:`prepare` started."""
+        return None
+
     @abc.abstractmethod
     def spawn(
         self,

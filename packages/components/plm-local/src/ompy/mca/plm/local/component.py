@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ompy.opal.mca import Offer
+from ompy.opal.mca.params import ParamType
 from ompy.orte.launcher.job import Node
 from ompy.orte.mca.plm import PlmComponent
 
@@ -24,5 +25,17 @@ class LocalPlmComponent(PlmComponent):
     description = "fork/exec the ranks on this host, each in its own session"
     default_priority = 10
 
+    def register_params(self) -> None:
+        super().register_params()
+        self.register_param(
+            "fork_server",
+            ParamType.BOOL,
+            True,
+            "Start the ranks of a Python program (this interpreter with -c, -m or a script) by "
+            "forking them from one helper process that has already imported what they need, "
+            "instead of executing a new interpreter per rank; off: always fork/exec",
+            level=5,
+        )
+
     def query(self, context: Sequence[Node]) -> Offer[LocalLauncher] | None:
-        return Offer(self.priority, LocalLauncher())
+        return Offer(self.priority, LocalLauncher(fork_server=self.param("fork_server")))

@@ -14,43 +14,21 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ompy.orte.control.environment import VARIABLES as IDENTITY_VARIABLES
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.hosts import is_local_host
 from ompy.orte.launcher.job import Node, Placement
 from ompy.orte.mca.plm import PlmModule, RankProcess, Stdio
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _load_prctl():
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    return prctl
-
-
-def _die_with_parent(parent_pid: int, prctl):
-    """The ``preexec_fn`` run in the child between fork and exec."""
-
-    def preexec() -> None:
-        if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the launcher died before the request took effect
-            os._exit(137)
-
-    return preexec
+from .deathsig import load_prctl, preexec_die_with_parent
+from .forkserver import ForkServerClient, ForkServerUnavailableError
+from .pycommand import classify
 
 
 def _launch_error(rank: int, argv: Sequence[str], cwd: Path, error: OSError) -> LaunchError:
@@ -114,10 +92,41 @@ class LocalRank(RankProcess):
 
 
 class LocalLauncher(PlmModule):
-    """The plm module of the ``local`` component."""
+    """The plm module of the ``local`` component.
 
-    def __init__(self) -> None:
-        self._prctl = _load_prctl()
+    With ``fork_server`` on, a job whose program is this interpreter in a plain form (see
+    :mod:`.pycommand`) gets a fork server in :meth:`prepare`, and its ranks are forked from
+    there; every other rank, and every rank after the server failed, is started with
+    fork/exec.
+    """
+
+    def __init__(self, fork_server: bool = True) -> None:
+        self._prctl = load_prctl()
+        self._fork_server_wanted = fork_server
+        self._server: ForkServerClient | None = None
+        self._server_argv: tuple[str, ...] = ()
+
+    @property
+    def fork_server(self) -> ForkServerClient | None:
+        """The running fork server of the current job, if it has one."""
+        return self._server
+
+    def prepare(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+        if not self._fork_server_wanted or self._server is not None:
+            return
+        command = classify(argv, cwd)
+        if command is None:
+            return
+        try:
+            self._server = ForkServerClient(command, env, cwd, self._prctl)
+        except OSError:
+            return  # cannot even start it: the ranks are executed, which reports any problem
+        self._server_argv = tuple(argv)
+
+    def finish(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
 
     def check_nodes(self, nodes: Sequence[Node]) -> None:
         remote = [node.name for node in nodes if not is_local_host(node.name)]
@@ -135,7 +144,13 @@ class LocalLauncher(PlmModule):
         env: Mapping[str, str],
         cwd: Path,
         stdio: Stdio,
-    ) -> LocalRank:
+    ) -> RankProcess:
+        server = self._server
+        if server is not None and self._fits(server, argv, env, cwd):
+            try:
+                return server.spawn(placement.rank, env, stdio)
+            except ForkServerUnavailableError:
+                self.finish()  # every later rank is executed
         try:
             popen = subprocess.Popen(
                 list(argv),
@@ -147,8 +162,18 @@ class LocalLauncher(PlmModule):
                 start_new_session=True,
                 # Safe with the control server thread running: the hook only calls prctl,
                 # getppid and _exit (no locks, no imports; ctypes and prctl are resolved here).
-                preexec_fn=_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
+                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
             )
         except OSError as error:
             raise _launch_error(placement.rank, argv, cwd, error) from None
         return LocalRank(placement.rank, popen)
+
+    def _fits(
+        self, server: ForkServerClient, argv: Sequence[str], env: Mapping[str, str], cwd: Path
+    ) -> bool:
+        """Whether the server runs exactly this rank: same program and directory, and the same
+        environment but for the rank's identity (the interpreter read it at start-up)."""
+        if tuple(argv) != self._server_argv or cwd != server.cwd:
+            return False
+        common = {name: value for name, value in env.items() if name not in IDENTITY_VARIABLES}
+        return common == server.env

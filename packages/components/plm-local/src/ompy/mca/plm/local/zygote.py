@@ -1,0 +1,207 @@
+"""The fork server ("zygote"): one warm interpreter that forks every rank of a Python job.
+
+Started by the launcher (see :mod:`.forkserver`) with the rank's interpreter, options, working
+directory and common environment, it runs the installed ``ompy.preload`` entries (the layers
+import what their ranks will need, without initializing anything), says ``ready``, and then
+forks one child per ``spawn`` request.  Each child:
+
+* becomes the leader of a new session and asks for SIGKILL when the fork server dies (which
+  itself dies with the launcher), exactly as executed ranks do with the launcher;
+* takes the three standard streams passed with the request, the request's working directory
+  and environment (the server's own, plus the rank's identity variables), the signal
+  dispositions of a fresh interpreter, and closes every descriptor of the server;
+* runs the program with :func:`.rankmain.run_as_main`.
+
+The server reaps its children and writes each exit status (``waitstatus_to_exitcode``, a
+4-byte signed integer) to the status pipe that came with the request, then closes it.  It
+stays single-threaded, so forking is safe.  When the launcher closes the connection it kills
+whatever children remain and exits.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import sys
+import traceback
+from typing import Any, NoReturn
+
+from . import wire
+from .deathsig import die_with_parent, load_prctl
+from .pycommand import PythonCommand
+
+
+class ForkServer:
+    """The server's state: the launcher connection, the signal pipe, the live children."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection = connection
+        self.pid = os.getpid()
+        self.prctl = load_prctl()
+        #: pid of each live child -> the write end of its status pipe.
+        self.children: dict[int, int] = {}
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        signal.set_wakeup_fd(self._wake_w)
+        signal.signal(signal.SIGCHLD, _ignore)
+
+    def serve(self) -> None:
+        """Answer spawn requests and report exits until the launcher hangs up."""
+        selector = selectors.DefaultSelector()
+        selector.register(self.connection, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        try:
+            while True:
+                for key, _events in selector.select():
+                    if key.fileobj is self.connection:
+                        received = wire.receive(self.connection)
+                        if received is None:
+                            return
+                        self._handle(*received)
+                    else:
+                        _drain(self._wake_r)
+                self._reap()
+        finally:
+            selector.close()
+            self._kill_children()
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _handle(self, message: Any, fds: list[int]) -> None:
+        kind, body = message
+        if kind != "spawn" or len(fds) != 4:
+            for fd in fds:
+                os.close(fd)
+            wire.send(self.connection, ("error", f"malformed request {kind!r} with {len(fds)} fds"))
+            return
+        stdin, stdout, stderr, status = fds
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
+            if stream is not None:
+                stream.flush()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            for fd in fds:
+                os.close(fd)
+            wire.send(self.connection, ("error", f"fork failed: {error}"))
+            return
+        if pid == 0:
+            self._become_rank(body, stdin, stdout, stderr, status)
+        for fd in (stdin, stdout, stderr):
+            os.close(fd)
+        self.children[pid] = status
+        wire.send(self.connection, ("spawned", pid))
+
+    def _become_rank(
+        self, body: dict[str, Any], stdin: int, stdout: int, stderr: int, status: int
+    ) -> NoReturn:
+        try:
+            os.setsid()
+            die_with_parent(self.pid, self.prctl)
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            self.connection.close()
+            for fd in (self._wake_r, self._wake_w, status, *self.children.values()):
+                os.close(fd)
+            for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
+                os.dup2(fd, target)
+            for fd in {stdin, stdout, stderr}:
+                os.close(fd)
+            os.chdir(body["cwd"])
+            os.environ.clear()
+            os.environ.update(body["env"])
+            _adapt_std_streams()
+            command = PythonCommand(**body["command"])
+        except BaseException:
+            with _suppress_all():
+                traceback.print_exc()
+                sys.stderr.flush()
+            os._exit(127)
+        from .rankmain import run_as_main
+
+        run_as_main(command)
+
+    # -- exits ---------------------------------------------------------------------------------
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            fd = self.children.pop(pid, None)
+            if fd is not None:
+                with _suppress_all():  # the launcher may have stopped listening
+                    os.write(fd, wire.STATUS.pack(os.waitstatus_to_exitcode(wait_status)))
+                os.close(fd)
+
+    def _kill_children(self) -> None:
+        for pid in list(self.children):
+            with _suppress_all():
+                os.killpg(pid, signal.SIGKILL)
+        while self.children:
+            try:
+                pid, _ = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            fd = self.children.pop(pid, None)
+            if fd is not None:
+                os.close(fd)
+
+
+def _adapt_std_streams() -> None:
+    """Line buffering as a fresh interpreter would choose it for the new descriptors.
+
+    Python buffers stdin and stdout by line when they are terminals, by block otherwise;
+    under ``-u`` (``write_through``) the server's streams are already what a rank needs.
+    """
+    for stream, fd in ((sys.stdin, 0), (sys.stdout, 1)):
+        if stream is not None and not getattr(stream, "write_through", False):
+            with _suppress_all():
+                stream.reconfigure(line_buffering=os.isatty(fd))
+
+
+def _ignore(_signum: int, _frame: object) -> None:
+    """SIGCHLD only needs to wake the loop, which the wakeup descriptor does."""
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+class _suppress_all:  # noqa: N801 - used like contextlib.suppress
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+def main() -> None:
+    """Entry of the server process: ``-c "...main()" FD`` with FD the launcher's socket."""
+    if not sys.flags.safe_path and sys.path and sys.path[0] == "":
+        del sys.path[0]  # -c put the directory first; each rank gets its own sys.path[0]
+    connection = socket.socket(fileno=int(sys.argv[1]))
+    from ompy.orte.launcher.preload import run_preloads
+
+    failures = run_preloads()
+    for failure in failures:
+        print(f"ompy run: fork server: preloading {failure}", file=sys.stderr, flush=True)
+    server = ForkServer(connection)
+    wire.send(connection, ("ready", os.getpid()))
+    server.serve()
+    # Everything the server had to do is done (its children are reaped); the interpreter's
+    # teardown of numpy and ompy would only delay the launcher, which waits for this exit.
+    for stream in (sys.stdout, sys.stderr):
+        with _suppress_all():
+            stream.flush()
+    os._exit(0)

@@ -1,0 +1,54 @@
+"""Warming a process that will fork ranks: the ``ompy.preload`` entry points of the layers.
+
+A fork server (plm ``local``) imports, once, what every rank of a Python job would import on
+its own, and forks the ranks from that state.  What is worth importing is known to the layers
+above the run-time (the MPI layer knows its API and components), which orte must not import;
+so each layer publishes a callable in the ``ompy.preload`` group and orte runs whatever is
+installed.
+
+The contract of an entry: import modules and fill caches that do not depend on the rank
+(identity variables, MCA parameters of the rank), and leave nothing that must not be shared
+across ``fork``: no thread, no socket, no open file, no initialized MPI or run-time.  State that
+must differ per process (random generators) is reseeded with ``os.register_at_fork``.
+"""
+
+from __future__ import annotations
+
+GROUP = "ompy.preload"
+
+
+def run_preloads() -> list[str]:
+    """Run every installed preload entry, in name order; return what failed, one line each.
+
+    A failure is not fatal: the ranks then import that part themselves, and report any real
+    problem when they do.
+    """
+    from stevedore import ExtensionManager
+
+    failures: list[str] = []
+
+    def on_failure(_manager, entry_point, error: BaseException) -> None:
+        failures.append(
+            f"{entry_point.name} ({entry_point.value}): {type(error).__name__}: {error}"
+        )
+
+    manager = ExtensionManager(GROUP, on_load_failure_callback=on_failure)
+    for extension in sorted(manager.extensions, key=lambda ext: ext.name):
+        try:
+            extension.plugin()
+        except Exception as error:
+            failures.append(
+                f"{extension.name} ({extension.entry_point.value}): {type(error).__name__}: {error}"
+            )
+    return failures
+
+
+def preload() -> None:
+    """orte's own entry: what a launched rank imports to start its run-time (not start it)."""
+    import ompy.orte.control.client
+    import ompy.orte.runtime  # noqa: F401
+    from ompy.opal.mca.discovery import list_candidates, load_components
+    from ompy.orte.mca.ess import framework as ess
+
+    candidates, _failures = list_candidates(ess.group)
+    load_components(ess, candidates)
