@@ -41,6 +41,7 @@ import selectors
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from .mca.params import ParamType, Registry
 
@@ -218,7 +219,23 @@ class ProgressEngine:
         """Progress until ``predicate()`` is true; False if ``timeout`` seconds pass first."""
         if predicate():
             return True
-        progress = self.progress
+        return self._wait(predicate, None, timeout)
+
+    def wait_for(self, request: Any, timeout: float | None = None) -> bool:
+        """Progress until ``request.complete`` is true; False if ``timeout`` seconds pass first.
+
+        :meth:`wait_until` for the commonest condition, read inline: a blocking receive
+        checks its request once per pass without calling a predicate.
+        """
+        if request.complete:
+            return True
+        return self._wait(None, request, timeout)
+
+    def _wait(
+        self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
+    ) -> bool:
+        """The wait loop: one pass over the callbacks (inline), the condition, idle steps."""
+        progress = None if self.progress == self._progress else self.progress
         spin_count = self.spin_count
         yield_when_idle = self.yield_when_idle
         sched_yield = os.sched_yield
@@ -226,14 +243,18 @@ class ProgressEngine:
         idle = 0
         block = _FIRST_BLOCK_S
         while True:
-            if progress():
+            if progress is None:
+                events = 0
+                for callback in self._callbacks:  # _progress(), inlined
+                    events += callback()
+            else:
+                events = progress()
+            if request.complete if predicate is None else predicate():
+                return True
+            if events:
                 idle = 0
                 block = _FIRST_BLOCK_S
-                if predicate():
-                    return True
                 continue
-            if predicate():
-                return True
             idle += 1
             if idle <= spin_count:
                 if yield_when_idle:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
+
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import parse_buffer
+from ..datatype.predefined import TYPECHARS
 from ..mca.pml.interface import SendMode
 from ..status import Status
 from .checks import dest_rank, recv_tag, send_tag, source_rank
@@ -31,6 +34,33 @@ from .ops import (
 )
 from .pickled import PickledRecv, start_object_send
 from .request import Prequest, Request
+
+#: Element formats of the buffers :func:`_flat_view` takes as they are: the one-character
+#: native formats ``parse_buffer`` maps to a predefined datatype.
+_FLAT_FORMATS = frozenset(code for code in "?bhilqBHILQfdg" if code in TYPECHARS)
+_FLAT_TYPES = (np.ndarray, bytes, bytearray)
+
+
+def _flat_view(buf: Any, readonly: bool) -> memoryview | None:
+    """The flat byte view of a whole contiguous numpy array, bytes or bytearray; else None.
+
+    ``Send`` and ``Recv`` hand the PML the bytes only: for these buffers ``parse_buffer``
+    would accept the same view (its fast case), and everything else (a ``[buf, count,
+    datatype]`` list, a strided array, a read-only receive buffer) goes through it and its
+    errors.
+    """
+    if type(buf) not in _FLAT_TYPES:
+        return None
+    view = memoryview(buf)
+    if (
+        view.format not in _FLAT_FORMATS
+        or not view.c_contiguous
+        or not (readonly or not view.readonly)
+    ):
+        return None
+    if view.ndim != 1 or view.format != "B":
+        view = view.cast("B")
+    return view
 
 
 class PointToPoint:
@@ -90,9 +120,21 @@ class PointToPoint:
             tag = send_tag(tag, c.tag_ub, "Comm.Send")
         if dest == PROC_NULL:
             return
-        request = c.pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
+        view = _flat_view(buf, True)
+        pml = c.pml
+        if view is None:
+            request = pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
+        else:
+            try:
+                send_view = pml.send_view
+            except AttributeError:  # a PML with only the interface's isend
+                request = pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
+            else:
+                request = send_view(view, dest, tag, c)
+                if request is None:
+                    return  # it already left: no request was made
         if not request.complete:
-            c.engine.wait_until(lambda: request.complete)
+            c.engine.wait_for(request)
         if request.exception is not None:
             raise request.exception
 
@@ -110,9 +152,19 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return
-        request = c.pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
+        view = _flat_view(buf, False)
+        pml = c.pml
+        if view is None:
+            request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
+        else:
+            try:
+                irecv_view = pml.irecv_view
+            except AttributeError:  # a PML with only the interface's irecv
+                request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
+            else:
+                request = irecv_view(view, source, tag, c)
         if not request.complete:
-            c.engine.wait_until(lambda: request.complete)
+            c.engine.wait_for(request)
         if status is not None:
             fill_status(status, request)
         if request.exception is not None:

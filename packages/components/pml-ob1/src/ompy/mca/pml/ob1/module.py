@@ -49,6 +49,7 @@ from .sender import SendSide
 _MATCH_PACK = MATCH.struct.pack
 _MATCH_SIZE = MATCH.size
 _SYNCHRONOUS = SendMode.SYNCHRONOUS
+_STANDARD = SendMode.STANDARD
 _SEQ_MASK = SEQ_MASK
 
 
@@ -161,14 +162,47 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
     # -- requests ---------------------------------------------------------------------------
 
     def isend(self, spec: Any, dest: int, tag: int, comm: Any, mode: SendMode) -> SendRequest:
+        data = spec.view
+        if data.format != "B" or data.ndim != 1:
+            data = data.cast("B")
+        return self.isend_view(data, dest, tag, comm, mode)
+
+    def send_view(self, data: memoryview, dest: int, tag: int, comm: Any) -> SendRequest | None:
+        """Start a blocking standard send of the bytes ``data``: None if it already left.
+
+        The API's ``Send`` hot path: a short message the eager module takes at once needs no
+        request at all, so none is made; anything else is :meth:`isend_view`'s request, for
+        the caller to wait on.  ``data`` is a flat byte view.
+        """
         state = comm.pml_state
         if state is None:
             raise self._not_added(comm)
         if not 0 <= dest < state.size:
             raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
-        data = spec.view
-        if data.format != "B" or data.ndim != 1:
-            data = data.cast("B")
+        peer = state.endpoints[dest]
+        btl = peer.eager_single
+        if btl is not None and len(data) + _MATCH_SIZE <= btl.eager_limit:
+            seqs = state.send_seq
+            seq = seqs[dest]
+            header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+            try:
+                sent = btl.sendi(btl.endpoint, header, data, TYPE_MATCH)
+            except BtlError as error:
+                raise self._unreachable(dest, peer, error) from error
+            if sent:
+                seqs[dest] = (seq + 1) & _SEQ_MASK
+                return None
+        return self.isend_view(data, dest, tag, comm, _STANDARD)
+
+    def isend_view(
+        self, data: memoryview, dest: int, tag: int, comm: Any, mode: SendMode
+    ) -> SendRequest:
+        """:meth:`isend` of a flat byte view (the API passes views, not buffer specs)."""
+        state = comm.pml_state
+        if state is None:
+            raise self._not_added(comm)
+        if not 0 <= dest < state.size:
+            raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
         peer = state.endpoints[dest]
         request = SendRequest(data, peer)
         seqs = state.send_seq  # the matching state's list: next_send_sequence(), inlined
@@ -193,9 +227,13 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
             return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
         except BtlError as error:
             self._sends.pop(request.id, None)
-            raise MPIException(
-                ERR_OTHER, f"cannot send to rank {dest} (world rank {peer.proc.rank}): {error}"
-            ) from error
+            raise self._unreachable(dest, peer, error) from error
+
+    @staticmethod
+    def _unreachable(dest: int, peer: BmlEndpoint, error: BtlError) -> MPIException:
+        return MPIException(
+            ERR_OTHER, f"cannot send to rank {dest} (world rank {peer.proc.rank}): {error}"
+        )
 
     def _send_to_self(
         self, request: SendRequest, btl: Any, seq: int, state: CommState, tag: int
@@ -216,6 +254,18 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
         return request
 
     def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> RecvRequest:
+        view = spec.view
+        if view.format != "B" or view.ndim != 1:
+            view = view.cast("B")
+        return self.irecv_view(view, source, tag, comm)
+
+    def irecv_view(self, view: memoryview | None, source: int, tag: int, comm: Any) -> RecvRequest:
+        """:meth:`irecv` into a flat writable byte view; None: a buffer sized by the message.
+
+        With None the request's ``view`` becomes, at match time, a new buffer of exactly the
+        message's length: how a pickled object (whose size only its sender knows) is received
+        in one step, in its place in the matching order, without a probe.
+        """
         state = comm.pml_state
         if state is None:
             raise self._not_added(comm)
@@ -223,9 +273,6 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
             raise MPIException(
                 ERR_RANK, f"source {source} is not ANY_SOURCE and not in 0..{state.size - 1}"
             )
-        view = spec.view
-        if view.format != "B" or view.ndim != 1:
-            view = view.cast("B")
         request = RecvRequest(view, state, source)
         message = state.matching.post(request, source, tag)
         if message is not None:
@@ -253,6 +300,7 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
         return message
 
     def imrecv(self, spec: Any, message: Message) -> RecvRequest:
+        """Receive a message ``improbe`` took; ``spec`` None: a buffer of the message's size."""
         if not isinstance(message, Message):
             raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")
         if message.consumed:
@@ -260,8 +308,8 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
         if message.ctx not in self._comms:
             raise MPIException(ERR_COMM, f"the communicator of {message!r} was freed")
         message.consumed = True
-        view = spec.view
-        if view.format != "B" or view.ndim != 1:
+        view = None if spec is None else spec.view
+        if view is not None and (view.format != "B" or view.ndim != 1):
             view = view.cast("B")
         request = RecvRequest(view, None, message.source)
         self._matched(request, message)

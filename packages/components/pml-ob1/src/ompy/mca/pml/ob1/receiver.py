@@ -71,15 +71,23 @@ class RecvSide:
         try:
             request = state.matching.take_posted(src, mtag, seq)
             length = len(view) - _MATCH_SIZE
-            if request is not None and length <= len(request.view):
+            if request is not None:
+                target = request.view
+                if target is None:  # sized by the message
+                    target = request.view = memoryview(bytearray(length))
+            if request is not None and length <= len(target):
                 # The common case, without a Message: a posted receive, in order, that fits.
                 request.matched = True
                 request.source = src
                 request.tag = mtag
                 if length:
-                    request.view[:length] = view[_MATCH_SIZE:]
+                    target[:length] = view[_MATCH_SIZE:]
                 request.count = length
-                request.finish()
+                callback = request.on_complete  # request.finish(), inlined
+                request.complete = True
+                if callback is not None:
+                    request.on_complete = None
+                    callback(request)
             else:
                 data = view[_MATCH_SIZE:]
                 message = Message(TYPE_MATCH, flags, ctx, src, mtag, data, length, 0, 0, module)
@@ -153,6 +161,8 @@ class RecvSide:
         request.matched = True
         request.source = message.source
         request.tag = message.tag
+        if request.view is None:  # sized by the message
+            request.view = memoryview(bytearray(message.msg_length))
         kind = message.kind
         if kind == TYPE_MATCH:
             data = message.data

@@ -75,6 +75,10 @@ class RecvRequest(CoreRequest):
 
     ``count`` is set at match time to the bytes that will land (the smaller of the message and
     the buffer); ``msg_length`` is the sender's full length, for the truncation check.
+
+    ``view`` None asks the PML to size the buffer: at match time it becomes a fresh writable
+    view of exactly the message's length (pickled objects, whose size only the sender knows,
+    are received this way without a probe, so they keep their place in MPI's matching order).
     """
 
     __slots__ = (
@@ -89,7 +93,7 @@ class RecvRequest(CoreRequest):
         "want_source",
     )
 
-    def __init__(self, view: memoryview, state: Any, source: int) -> None:
+    def __init__(self, view: memoryview | None, state: Any, source: int) -> None:
         self.complete = False  # CoreRequest's fields, inline as in SendRequest
         self.cancelled = False
         self.source = ANY_SOURCE
