@@ -7,16 +7,13 @@ coll table (``comm.coll``, chosen per communicator by the coll framework), so th
 by whichever component serves that operation.  Nonblocking forms wrap the table's request in
 an ``MPI.Request``.
 
-The lowercase forms move pickles (protocol 5) through the same table's byte operations: a
-broadcast of the length and then the bytes; gathers of sizes followed by the vector forms;
-reductions of objects gather the objects and fold them with the operation in rank order,
-``op(op(x0, x1), x2)``, as mpi4py does.  Every member receives its own unpickled copy, the
-root included.
+The lowercase forms move pickles (protocol 5) point to point with algorithms of their own
+(:mod:`.object_collectives`: trees and recursive doubling, the operation applied at every step
+in rank order).  Every member receives its own unpickled copy, the root included.
 """
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,11 +27,11 @@ from ..datatype.buffer import (
     export_buffer,
     parse_buffer,
 )
-from ..datatype.predefined import BYTE
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
 from ..mca.op.base import kernel
 from ..op import SUM, Op
+from . import object_collectives as objects
 from .checks import as_int
 from .communicator import Communicator
 from .request import Request
@@ -421,72 +418,49 @@ class Collectives:
     def bcast(self, obj: Any, root: int = 0) -> Any:
         """Broadcast a Python object from one process to all other processes."""
         c = self._live("Comm.bcast")
-        root = _root(root, c, "Comm.bcast")
-        data = _dumps(obj) if c.rank == root else None
-        return pickle.loads(_bcast_bytes(c, data, root))
+        return objects.bcast(c, obj, _root(root, c, "Comm.bcast"))
 
     def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
         """Gather Python objects to one process (``None`` on the others)."""
         c = self._live("Comm.gather")
-        root = _root(root, c, "Comm.gather")
-        blocks = _gather_bytes(c, _dumps(sendobj), root)
-        return None if blocks is None else [pickle.loads(block) for block in blocks]
+        return objects.gather(c, sendobj, _root(root, c, "Comm.gather"))
 
     def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
         """Scatter Python objects: item ``i`` of the root's sequence goes to rank ``i``."""
         c = self._live("Comm.scatter")
         root = _root(root, c, "Comm.scatter")
-        pieces = None
-        if c.rank == root:
-            pieces = [_dumps(item) for item in _items(sendobj, c.size, "Comm.scatter")]
-        return pickle.loads(_scatter_bytes(c, pieces, root))
+        items = _items(sendobj, c.size, "Comm.scatter") if c.rank == root else None
+        return objects.scatter(c, items, root)
 
     def allgather(self, sendobj: Any) -> list[Any]:
         """Gather Python objects to every process."""
-        c = self._live("Comm.allgather")
-        return [pickle.loads(block) for block in _allgather_bytes(c, _dumps(sendobj))]
+        return objects.allgather(self._live("Comm.allgather"), sendobj)
 
     def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
         c = self._live("Comm.alltoall")
-        pieces = [_dumps(item) for item in _items(sendobj, c.size, "Comm.alltoall")]
-        return [pickle.loads(block) for block in _alltoall_bytes(c, pieces)]
+        return objects.alltoall(c, _items(sendobj, c.size, "Comm.alltoall"))
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
         """Reduce Python objects to the root (``None`` on the others)."""
         c = self._live("Comm.reduce")
         root = _root(root, c, "Comm.reduce")
-        function = _object_op(op, "Comm.reduce")
-        blocks = _gather_bytes(c, _dumps(sendobj), root)
-        if blocks is None:
-            return None
-        return _fold(function, [pickle.loads(block) for block in blocks])
+        return objects.reduce(c, sendobj, _object_op(op, "Comm.reduce"), root)
 
     def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
         """Reduce Python objects to every process."""
         c = self._live("Comm.allreduce")
-        function = _object_op(op, "Comm.allreduce")
-        blocks = _gather_bytes(c, _dumps(sendobj), 0)
-        data = None
-        if blocks is not None:
-            data = _dumps(_fold(function, [pickle.loads(block) for block in blocks]))
-        return pickle.loads(_bcast_bytes(c, data, 0))
+        return objects.allreduce(c, sendobj, _object_op(op, "Comm.allreduce"))
 
     def scan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Inclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr``."""
         c = self._live("Intracomm.scan")
-        function = _object_op(op, "Intracomm.scan")
-        blocks = _allgather_bytes(c, _dumps(sendobj))[: c.rank + 1]
-        return _fold(function, [pickle.loads(block) for block in blocks])
+        return objects.scan(c, sendobj, _object_op(op, "Intracomm.scan"))
 
     def exscan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Exclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr-1``, rank 0 None."""
         c = self._live("Intracomm.exscan")
-        function = _object_op(op, "Intracomm.exscan")
-        blocks = _allgather_bytes(c, _dumps(sendobj))[: c.rank]
-        if not blocks:
-            return None
-        return _fold(function, [pickle.loads(block) for block in blocks])
+        return objects.scan(c, sendobj, _object_op(op, "Intracomm.exscan"), exclusive=True)
 
 
 # -- argument checks ------------------------------------------------------------------------------
@@ -693,99 +667,20 @@ def _datatypes(types: Any, size: int, call: str) -> tuple[Datatype, ...]:
     return tuple(found)
 
 
-# -- pickled objects through the table's byte operations ---------------------------------------
-
-
-def _dumps(obj: Any) -> bytes:
-    return pickle.dumps(obj, _PROTOCOL)
-
-
-def _bytes_spec(data: bytes | bytearray | memoryview) -> BufferSpec:
-    view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
-    return BufferSpec(view, view.nbytes, BYTE, view)
-
-
-def _byte_blocks(buffer: bytearray, sizes: Sequence[int]) -> VectorBufferSpec:
-    displs, start = [], 0
-    for size in sizes:
-        displs.append(start)
-        start += size
-    return VectorBufferSpec(memoryview(buffer), tuple(sizes), tuple(displs), BYTE)
-
-
-def _lengths(values: np.ndarray) -> VectorBufferSpec:
-    """A regular block message of int64 lengths, one per rank (``values`` is writable)."""
-    spec = parse_buffer(values, readonly=False)
-    count = len(values)
-    return VectorBufferSpec(spec.buffer, (1,) * count, tuple(range(count)), spec.datatype)
-
-
-def _bcast_bytes(c: Communicator, data: bytes | None, root: int) -> bytes | bytearray:
-    length = np.array([0 if data is None else len(data)], dtype=np.int64)
-    c.coll.bcast(c, parse_buffer(length, readonly=False), root)
-    if c.rank == root:
-        assert data is not None
-        c.coll.bcast(c, _bytes_spec(data), root)
-        return data
-    received = bytearray(int(length[0]))
-    c.coll.bcast(c, _bytes_spec(received), root)
-    return received
-
-
-def _gather_bytes(c: Communicator, data: bytes, root: int) -> list[memoryview] | None:
-    mine = np.array([len(data)], dtype=np.int64)
-    if c.rank != root:
-        c.coll.gather(c, parse_buffer(mine), None, root)
-        c.coll.gatherv(c, _bytes_spec(data), None, root)
-        return None
-    sizes = np.zeros(c.size, dtype=np.int64)
-    c.coll.gather(c, parse_buffer(mine), _lengths(sizes), root)
-    buffer = bytearray(int(sizes.sum()))
-    blocks = _byte_blocks(buffer, [int(n) for n in sizes])
-    c.coll.gatherv(c, _bytes_spec(data), blocks, root)
-    return [blocks.block(rank) for rank in range(c.size)]
-
-
-def _scatter_bytes(c: Communicator, pieces: list[bytes] | None, root: int) -> bytes | bytearray:
-    mine = np.zeros(1, dtype=np.int64)
-    if c.rank != root:
-        c.coll.scatter(c, None, parse_buffer(mine, readonly=False), root)
-        received = bytearray(int(mine[0]))
-        c.coll.scatterv(c, None, _bytes_spec(received), root)
-        return received
-    assert pieces is not None
-    sizes = np.array([len(piece) for piece in pieces], dtype=np.int64)
-    c.coll.scatter(c, _lengths(sizes), parse_buffer(mine, readonly=False), root)
-    buffer = bytearray(b"".join(pieces))
-    blocks = _byte_blocks(buffer, [len(piece) for piece in pieces])
-    received = bytearray(len(pieces[root]))
-    c.coll.scatterv(c, blocks, _bytes_spec(received), root)
-    return received
+# -- counts agreed among the members -------------------------------------------------------------
 
 
 def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
+    """Every member's ``count`` (Reduce_scatter without recvcounts)."""
     sizes = np.zeros(c.size, dtype=np.int64)
-    c.coll.allgather(c, parse_buffer(np.array([count], dtype=np.int64)), _lengths(sizes))
+    mine = parse_buffer(np.array([count], dtype=np.int64))
+    spec = parse_buffer(sizes, readonly=False)
+    blocks = VectorBufferSpec(spec.buffer, (1,) * c.size, tuple(range(c.size)), spec.datatype)
+    c.coll.allgather(c, mine, blocks)
     return sizes
 
 
-def _allgather_bytes(c: Communicator, data: bytes) -> list[memoryview]:
-    sizes = _allgather_counts(c, len(data))
-    buffer = bytearray(int(sizes.sum()))
-    blocks = _byte_blocks(buffer, [int(n) for n in sizes])
-    c.coll.allgatherv(c, _bytes_spec(data), blocks)
-    return [blocks.block(rank) for rank in range(c.size)]
-
-
-def _alltoall_bytes(c: Communicator, pieces: list[bytes]) -> list[memoryview]:
-    outgoing_sizes = np.array([len(piece) for piece in pieces], dtype=np.int64)
-    incoming_sizes = np.zeros(c.size, dtype=np.int64)
-    c.coll.alltoall(c, _lengths(outgoing_sizes), _lengths(incoming_sizes))
-    outgoing = _byte_blocks(bytearray(b"".join(pieces)), [len(piece) for piece in pieces])
-    buffer = bytearray(int(incoming_sizes.sum()))
-    incoming = _byte_blocks(buffer, [int(n) for n in incoming_sizes])
-    c.coll.alltoallv(c, outgoing, incoming)
-    return [incoming.block(rank) for rank in range(c.size)]
+# -- pickled objects -------------------------------------------------------------------------------
 
 
 def _items(sendobj: Any, size: int, call: str) -> list[Any]:
@@ -809,10 +704,3 @@ def _object_op(op: Any, call: str) -> Any:
             f"{call}: op must be an MPI.Op or a function of two objects, not {type(op).__name__}"
         )
     return op
-
-
-def _fold(function: Any, items: list[Any]) -> Any:
-    result = items[0]
-    for item in items[1:]:
-        result = function(result, item)
-    return result

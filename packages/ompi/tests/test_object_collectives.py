@@ -1,0 +1,95 @@
+"""The lowercase collectives move pickles point to point, with their own algorithms.
+
+They never go through the communicator's coll table (each table operation is replaced here by
+one that fails), reductions apply the operation at every step of a tree in rank order (checked
+with associative, non-commutative operations), and every member gets its own copy.  In-process
+loopback worlds of 1 to 9 ranks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ompy import MPI
+from ompy.ompi.api.testing import make_world, run_ranks
+from ompy.ompi.mca.coll import OPERATIONS
+
+
+def no_byte_collectives(worlds):
+    """Make every operation of every rank's coll table fail if called."""
+    for world in worlds:
+        table = world._c.coll
+        for operation in OPERATIONS:
+
+            def refuse(*args, operation=operation):
+                raise AssertionError(f"the object collective called the table's {operation}")
+
+            setattr(table, operation, refuse)
+    return worlds
+
+
+def concat(x, y):
+    """Associative, not commutative: the order of the ranks shows in the result."""
+    return x + y
+
+
+def everything(comm):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    mine = (rank,)
+    everyone = tuple(range(size))
+    for root in range(size):
+        payload = {"root": root, "array": np.arange(root + 2.0)}
+        got = comm.bcast(payload if rank == root else None, root=root)
+        assert got["root"] == root and np.array_equal(got["array"], np.arange(root + 2.0))
+        assert got is not payload
+        gathered = comm.gather([rank] * rank, root=root)
+        assert gathered == ([[k] * k for k in range(size)] if rank == root else None)
+        item = comm.scatter([f"item {k}" for k in range(size)] if rank == root else None, root)
+        assert item == f"item {rank}"
+        reduced = comm.reduce(mine, op=concat, root=root)
+        assert reduced == (everyone if rank == root else None), (root, reduced)
+        reduced = comm.reduce([rank], op=MPI.SUM, root=root)
+        assert reduced == (list(everyone) if rank == root else None)
+    assert comm.allreduce(mine, op=concat) == everyone
+    assert comm.allreduce(rank + 1) == size * (size + 1) // 2
+    assert comm.allreduce((rank % 3, rank), op=MPI.MAXLOC) == (min(2, size - 1), min(2, size - 1))
+    assert comm.allreduce(rank == 1, op=MPI.LOR) is (size > 1)
+    array = comm.allreduce(np.full(20_000, rank), op=MPI.SUM)  # out-of-band buffers
+    assert np.array_equal(array, np.full(20_000, size * (size - 1) // 2))
+    assert comm.scan(mine, op=concat) == everyone[: rank + 1]
+    assert comm.exscan(mine, op=concat) == (None if rank == 0 else everyone[:rank])
+    assert comm.allgather(f"r{rank}") == [f"r{k}" for k in range(size)]
+    long = comm.allgather(list(range(rank, rank + 3000)))  # pickles beyond one eager message
+    assert long == [list(range(k, k + 3000)) for k in range(size)]
+    many = comm.bcast([np.full(2048, k) for k in range(1100)] if rank == 0 else None)
+    assert len(many) == 1100 and all(int(a[0]) == k for k, a in enumerate(many))
+    assert comm.alltoall([(rank, k) for k in range(size)]) == [(k, rank) for k in range(size)]
+    return True
+
+
+@pytest.mark.parametrize("size", range(1, 10))
+def test_object_collectives_run_point_to_point_in_rank_order(size):
+    assert all(run_ranks(no_byte_collectives(make_world(size)), everything, timeout=120))
+
+
+def test_several_object_collectives_in_a_row_keep_their_messages_apart():
+    def many(comm):
+        rank = comm.Get_rank()
+        results = [comm.allreduce((rank, step), op=concat) for step in range(150)]
+        return all(
+            r == tuple(x for k in range(3) for x in (k, step)) for step, r in enumerate(results)
+        )
+
+    assert all(run_ranks(no_byte_collectives(make_world(3)), many, timeout=60))
+
+
+def test_a_bad_op_or_sequence_is_refused_before_anything_moves():
+    def bad(comm):
+        with pytest.raises(TypeError, match=r"op must be an MPI\.Op or a function"):
+            comm.allreduce(1, op=3)
+        with pytest.raises(ValueError, match="expecting 2 items"):
+            comm.alltoall([1])
+        return True
+
+    assert all(run_ranks(make_world(2), bad, timeout=30))
