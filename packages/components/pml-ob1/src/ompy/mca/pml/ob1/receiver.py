@@ -16,13 +16,14 @@ nested one waits until the outer match returns.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from functools import partial
 from typing import Any
 
 from ompy.ompi.errors import ERR_OTHER, ERR_TRUNCATE
 from ompy.ompi.errors import Exception as MPIException
-from ompy.opal.mca.btl import MemHandle
+from ompy.opal.mca.btl import BtlPeerError, MemHandle
 
 from .comm import CommState
 from .headers import ACK, FIN, FRAG, MATCH, RGET, RNDV, TYPE_ACK, TYPE_FIN, TYPE_MATCH, TYPE_RNDV
@@ -263,7 +264,9 @@ class RecvSide:
         status = ERR_OTHER if error is not None else 0
         header = _FIN_PACK(TYPE_FIN, 0, status, request.id, request.count)
         peer = request.peer
-        self._send_control(peer.eager_single or peer.next_eager(), header, _EMPTY, TYPE_FIN)
+        # A sender that is gone (its BTL reported that) gets no FIN; the request still ends.
+        with contextlib.suppress(BtlPeerError):
+            self._send_control(peer.eager_single or peer.next_eager(), header, _EMPTY, TYPE_FIN)
         if error is not None:
             request.exception = None
             request.fail(
