@@ -389,14 +389,13 @@ class Connection:
         filled = self.sink_filled
         recv_into = self.sock.recv_into
         module = self.module
+        eof = False  # handled outside the try, as in _receive_big
         try:
             while filled < size:
                 count = recv_into(sink[filled:])
                 if not count:
-                    module.bytes_received += filled - self.sink_filled
-                    self.sink_filled = filled
-                    self._eof()
-                    return 1
+                    eof = True
+                    break
                 filled += count
         except BlockingIOError:
             module.bytes_received += filled - self.sink_filled
@@ -406,6 +405,10 @@ class Connection:
             self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
             return 1
         module.bytes_received += filled - self.sink_filled
+        if eof:
+            self.sink_filled = filled
+            self._eof()
+            return 1
         part = self.sink_part
         self.sink = self.sink_part = None
         self.sink_filled = 0
@@ -441,14 +444,15 @@ class Connection:
         length = self.big_length
         filled = self.big_filled
         recv_into = self.sock.recv_into
+        # The end of the stream is handled outside the try: the callbacks it runs may raise
+        # (a BtlPeerError is an OSError) and must not be taken for a failed read.
+        eof = False
         try:
             while filled < length:
                 count = recv_into(big[filled:length])
                 if not count:
-                    self.module.bytes_received += filled - self.big_filled
-                    self.big_filled = filled
-                    self._eof()
-                    return 1
+                    eof = True
+                    break
                 filled += count
         except BlockingIOError:
             self.module.bytes_received += filled - self.big_filled
@@ -458,6 +462,10 @@ class Connection:
             self.lost(f"the connection to rank {self.peer_rank} failed: {error}")
             return 1
         self.module.bytes_received += filled - self.big_filled
+        if eof:
+            self.big_filled = filled
+            self._eof()
+            return 1
         self.big = None
         self.big_filled = 0
         module = self.module
