@@ -120,3 +120,25 @@ def test_a_bad_algorithm_name_is_reported(ompy):
     assert "expected one of auto, recursive_doubling, ring, rabenseifner, reduce_bcast" in (
         result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "forced",
+    [
+        {"gatherv": "binomial", "scatterv": "binomial", "alltoallw": "pairwise"},
+        {"gatherv": "linear_sync", "scatterv": "linear", "alltoallw": "linear"},
+    ],
+    ids=["trees-pairwise", "linear"],
+)
+def test_gatherv_scatterv_and_alltoallw_algorithms_are_forced_by_parameters(forced, ompy):
+    args = ["-n", "5", "--oversubscribe", "--mca", "coll_tuned_verbose", "10"]
+    for operation, name in forced.items():
+        args += ["--mca", f"coll_tuned_{operation}_algorithm", name]
+    result = ompy.run([*args, sys.executable, str(PROGRAMS / "vector_params.py")], timeout=90)
+    assert result.returncode == 0, result.stderr
+    found = reports(result.stdout)
+    assert sorted(found) == list(range(5))
+    assert all(set(report["by"].values()) == {"tuned"} for report in found.values())
+    for operation, name in forced.items():
+        calls = 5 if operation != "alltoallw" else 1  # one call per root, or one call
+        assert result.stderr.count(f"{operation} of 0 bytes on 5 ranks: {name}") == 5 * calls

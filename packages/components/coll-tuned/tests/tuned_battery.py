@@ -298,6 +298,80 @@ class Battery:
         if not (at_root and in_place):
             same(out, mine, what)
 
+    def vector_rooted(self) -> None:
+        """Gatherv and scatterv: uneven blocks (zeros among them), gaps, every root, IN_PLACE."""
+        size = self.size
+        for salt in (0, 1):
+            counts = [(r * 5 + salt * 3) % 4 + (r % 3 == 1) * 29 for r in range(size)]
+            displs = [2 * r + sum(counts[:r]) for r in range(size)]  # gaps between the blocks
+            length = displs[-1] + counts[-1] + 3
+            for operation in ("gatherv", "scatterv"):
+                for name in algorithms(operation):
+                    for root in self.roots():
+                        for in_place in (False, True):
+                            self._vector_rooted(
+                                operation, name, root, counts, displs, length, in_place
+                            )
+        for operation in ("gatherv", "scatterv"):
+            for name in algorithms(operation):
+                self.ok(f"{operation}:{name}")
+
+    def _vector_rooted(self, operation, name, root, counts, displs, length, in_place):  # noqa: PLR0917
+        size, rank = self.size, self.rank
+        at_root = rank == root
+        whole = np.full(length, -1.0)
+        for r in range(size):
+            whole[displs[r] : displs[r] + counts[r]] = data(r, counts[r], "d", 4)
+        mine = data(rank, counts[rank], "d", 4)
+        what = f"{operation} {name} root={root} counts={counts} in_place={in_place} size={size}"
+        if operation == "gatherv":
+            out = np.full(length, -1.0)
+            if at_root and in_place:
+                out[displs[rank] : displs[rank] + counts[rank]] = mine
+                send = IN_PLACE_SPEC
+            else:
+                send = spec(mine)
+            recv = vspec(out, counts, displs) if at_root else None
+            self.module.gatherv(self.c, send, recv, root, algorithm=name)
+            if at_root:
+                same(out, whole, what)
+            return
+        out = np.full(counts[rank], -1.0)
+        send = vspec(whole.copy(), counts, displs) if at_root else None
+        recv = IN_PLACE_SPEC if at_root and in_place else spec(out)
+        self.module.scatterv(self.c, send, recv, root, algorithm=name)
+        if not (at_root and in_place):
+            same(out, mine, what)
+
+    def alltoallw(self) -> None:
+        """Alltoallw: a datatype, count and byte displacement per peer, and IN_PLACE."""
+        size, rank = self.size, self.rank
+        kinds = ("d", "i", "h")
+
+        def piece(sender: int, receiver: int) -> np.ndarray:
+            # Symmetric kind and count, so IN_PLACE (same layout both ways) is valid too.
+            pair = (sender + receiver) % 3
+            return data(sender * size + receiver, pair + 1, kinds[pair])
+
+        expected = [piece(j, rank) for j in range(size)]
+        for name in algorithms("alltoallw"):
+            for in_place in (False, True):
+                outgoing = [piece(rank, j) for j in range(size)]
+                if in_place:
+                    out, send_specs = outgoing, None
+                else:
+                    out = [np.full(len(want), -1, want.dtype) for want in expected]
+                    send_specs = self._w_specs(outgoing)
+                self.module.alltoallw(self.c, send_specs, self._w_specs(out), algorithm=name)
+                for j in range(size):
+                    what = f"alltoallw {name} from {j} in_place={in_place} size={size}"
+                    same(out[j], expected[j], what)
+            self.ok(f"alltoallw:{name}")
+
+    @staticmethod
+    def _w_specs(arrays: list[np.ndarray]) -> tuple[Any, ...]:
+        return tuple(parse_buffer(array, readonly=False) for array in arrays)
+
     def reduce_scatter(self) -> None:
         size, rank = self.size, self.rank
         for operation in ("reduce_scatter_block", "reduce_scatter"):
@@ -436,6 +510,8 @@ class Battery:
         self.alltoall()
         self.alltoallv()
         self.gather_scatter()
+        self.vector_rooted()
+        self.alltoallw()
         self.reduce_scatter()
         self.scans()
         self.nonblocking()

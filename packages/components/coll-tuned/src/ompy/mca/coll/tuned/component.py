@@ -1,8 +1,8 @@
 """The ``tuned`` component: its parameters, and a module for every intra-communicator.
 
 Like Open MPI's ``coll/tuned`` it ranks above ``basic`` (priority 30 against 10), implements
-the operations it has better algorithms for and leaves the rest (the ``v``/``w`` rooted forms,
-most nonblocking forms) to ``basic``.  Each operation's algorithm is chosen per call by the
+the operations it has better algorithms for and leaves the rest (most nonblocking forms) to
+``basic``.  Each operation's algorithm is chosen per call by the
 rules of :mod:`.decision`, or forced with ``coll_tuned_<op>_algorithm``.
 """
 

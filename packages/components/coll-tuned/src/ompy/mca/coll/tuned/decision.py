@@ -31,8 +31,11 @@ ALGORITHMS: Final[dict[str, tuple[str, ...]]] = {
     "allgatherv": ("auto", "ring"),
     "alltoall": ("auto", "pairwise", "linear", "bruck"),
     "alltoallv": ("auto", "pairwise", "linear"),
+    "alltoallw": ("auto", "pairwise", "linear"),
     "gather": ("auto", "binomial", "linear"),
+    "gatherv": ("auto", "linear", "linear_sync", "binomial"),
     "scatter": ("auto", "binomial", "linear"),
+    "scatterv": ("auto", "linear", "binomial"),
     "reduce_scatter": ("auto", "recursive_halving", "ring", "nonoverlapping"),
     "reduce_scatter_block": ("auto", "recursive_halving", "ring", "nonoverlapping"),
     "scan": ("auto", "recursive_doubling", "linear"),
@@ -49,8 +52,11 @@ MEASURE: Final[dict[str, str]] = {
     "allgatherv": "all blocks",
     "alltoall": "one block",
     "alltoallv": "nothing",
+    "alltoallw": "nothing",
     "gather": "one block",
+    "gatherv": "nothing (only the root knows the blocks' sizes)",
     "scatter": "one block",
+    "scatterv": "nothing (only the root knows the blocks' sizes)",
     "reduce_scatter": "the whole input vector",
     "reduce_scatter_block": "the whole input vector",
     "scan": "the vector",
@@ -96,6 +102,14 @@ def _alltoallv(size: int, nbytes: int, commutative: bool) -> str:
     return "linear" if size <= 8 else "pairwise"
 
 
+def _vector_rooted(size: int, nbytes: int, commutative: bool) -> str:
+    return "linear" if size <= 8 else "binomial"
+
+
+def _alltoallw(size: int, nbytes: int, commutative: bool) -> str:
+    return "linear" if size <= 8 else "pairwise"
+
+
 def _rooted(size: int, nbytes: int, commutative: bool) -> str:
     return "binomial" if nbytes * size < 64 * KIB else "linear"
 
@@ -119,8 +133,11 @@ RULES: Final[dict[str, Rule]] = {
     "allgatherv": lambda size, nbytes, commutative: "ring",
     "alltoall": _alltoall,
     "alltoallv": _alltoallv,
+    "alltoallw": _alltoallw,
     "gather": _rooted,
+    "gatherv": _vector_rooted,
     "scatter": _rooted,
+    "scatterv": _vector_rooted,
     "reduce_scatter": _reduce_scatter,
     "reduce_scatter_block": _reduce_scatter,
     "scan": _scan,

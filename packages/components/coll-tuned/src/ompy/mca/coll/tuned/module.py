@@ -34,6 +34,7 @@ from .algorithms import (
     reduce_scatter,
     rooted,
     scan,
+    vector,
 )
 from .decision import ALGORITHMS, decide
 from .util import Workspace
@@ -65,6 +66,13 @@ SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
     "alltoallv": {"pairwise": alltoall.pairwise, "linear": alltoall.linear},
     "gather": {"binomial": rooted.binomial_gather, "linear": rooted.linear_gather},
     "scatter": {"binomial": rooted.binomial_scatter, "linear": rooted.linear_scatter},
+    "gatherv": {
+        "linear": rooted.linear_gather,
+        "linear_sync": vector.linear_sync_gatherv,
+        "binomial": vector.binomial_gatherv,
+    },
+    "scatterv": {"linear": rooted.linear_scatter, "binomial": vector.binomial_scatterv},
+    "alltoallw": {"pairwise": vector.pairwise_alltoallw, "linear": vector.linear_alltoallw},
     "reduce_scatter": {
         "recursive_halving": reduce_scatter.recursive_halving,
         "ring": reduce_scatter.ring,
@@ -354,6 +362,43 @@ class TunedModule(CollModule):
         else:
             args = (sendspec.block if at_root else None, own, root)
         run_schedule(comm, SCHEDULES["scatter"][name], self.workspace, *args)
+
+    def gatherv(
+        self, comm: Any, sendspec: Any, recvspec: Any, root: int, algorithm: str | None = None
+    ) -> None:
+        """Gatherv: linear, linear with an invitation per rank, or a binomial tree."""
+        at_root = comm.rank == root
+        own = recvspec.block(root) if at_root and sendspec.in_place else sendspec.view
+        name = self.choose("gatherv", comm.size, 0, True, algorithm)
+        block = recvspec.block if at_root else None
+        run_schedule(comm, SCHEDULES["gatherv"][name], self.workspace, own, block, root)
+
+    def scatterv(
+        self, comm: Any, sendspec: Any, recvspec: Any, root: int, algorithm: str | None = None
+    ) -> None:
+        """Scatterv: linear, or a binomial tree carrying the blocks' sizes."""
+        at_root = comm.rank == root
+        own = None if at_root and recvspec.in_place else recvspec.view
+        name = self.choose("scatterv", comm.size, 0, True, algorithm)
+        block = sendspec.block if at_root else None
+        run_schedule(comm, SCHEDULES["scatterv"][name], self.workspace, block, own, root)
+
+    def alltoallw(
+        self, comm: Any, sendspecs: Any, recvspecs: Any, algorithm: str | None = None
+    ) -> None:
+        """Alltoallw: everything at once (up to 8 ranks), pairwise exchange beyond."""
+        name = self.choose("alltoallw", comm.size, 0, True, algorithm)
+        incoming = [spec.view for spec in recvspecs]
+        if sendspecs is None:  # IN_PLACE: send what the receive blocks hold now
+            snapshot = self.workspace.get("snapshot", sum(view.nbytes for view in incoming))
+            outgoing, start = [], 0
+            for view in incoming:
+                outgoing.append(snapshot[start : start + view.nbytes])
+                copy(outgoing[-1], view)
+                start += view.nbytes
+        else:
+            outgoing = [spec.view for spec in sendspecs]
+        run_schedule(comm, SCHEDULES["alltoallw"][name], self.workspace, outgoing, incoming)
 
     def _reduce_scatter(  # noqa: PLR0917 (one body for both forms)
         self,
