@@ -81,25 +81,34 @@ class ForkServer:
         for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
             if stream is not None:
                 stream.flush()
+        # The child closes its end of this pipe once it leads its own session: the launcher
+        # signals a rank's process group, which must exist when the pid is reported.
+        session_r, session_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as error:
-            for fd in fds:
+            for fd in (*fds, session_r, session_w):
                 os.close(fd)
             wire.send(self.connection, ("error", f"fork failed: {error}"))
             return
         if pid == 0:
-            self._become_rank(body, stdin, stdout, stderr, status)
+            os.close(session_r)
+            self._become_rank(body, (stdin, stdout, stderr), status, session_w)
+        os.close(session_w)
+        os.read(session_r, 1)  # end of file: the child has its session (or has died)
+        os.close(session_r)
         for fd in (stdin, stdout, stderr):
             os.close(fd)
         self.children[pid] = status
         wire.send(self.connection, ("spawned", pid))
 
     def _become_rank(
-        self, body: dict[str, Any], stdin: int, stdout: int, stderr: int, status: int
+        self, body: dict[str, Any], stdio: tuple[int, int, int], status: int, session_w: int
     ) -> NoReturn:
+        stdin, stdout, stderr = stdio
         try:
             os.setsid()
+            os.close(session_w)
             die_with_parent(self.pid, self.prctl)
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -197,8 +206,11 @@ def main() -> None:
     for failure in failures:
         print(f"ompy run: fork server: preloading {failure}", file=sys.stderr, flush=True)
     server = ForkServer(connection)
-    wire.send(connection, ("ready", os.getpid()))
-    server.serve()
+    try:
+        wire.send(connection, ("ready", os.getpid()))
+        server.serve()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the launcher hung up (its job ended or failed before the first rank)
     # Everything the server had to do is done (its children are reaped); the interpreter's
     # teardown of numpy and ompy would only delay the launcher, which waits for this exit.
     for stream in (sys.stdout, sys.stderr):
