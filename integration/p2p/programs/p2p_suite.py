@@ -180,6 +180,37 @@ def objects():
     )
     check("objects:None", objs[3] is None)
     check("objects:sendrecv", comm.sendrecv(rank, right, 44, None, left, 44) == left)
+    for nbytes in (100, 100_000):  # eager and rendezvous
+        # A pickled receive takes its place in matching when it is posted: a later Recv on the
+        # same source and tag gets the later message, whatever arrives when.
+        pickled = comm.irecv(source=left, tag=45)
+        sends = [
+            comm.isend(("first", rank, pattern(nbytes, rank)), right, tag=45),
+            comm.Isend(pattern(nbytes, rank + 1), right, 45),
+        ]
+        got = np.empty(nbytes, dtype=np.uint8)
+        comm.Recv(got, left, 45)
+        first = pickled.wait()
+        MPI.Request.Waitall(sends)
+        check(
+            f"objects:a pickled receive keeps its place ({nbytes} bytes)",
+            first[:2] == ("first", left)
+            and np.array_equal(first[2], pattern(nbytes, left))
+            and np.array_equal(got, pattern(nbytes, left + 1)),
+        )
+        # and the other way round: a buffer receive posted first gets the first message
+        buffered = comm.Irecv(got, left, 46)
+        sends = [
+            comm.Isend(pattern(nbytes, rank + 2), right, 46),
+            comm.isend(("second", rank), right, tag=46),
+        ]
+        second = comm.recv(source=left, tag=46)
+        buffered.Wait()
+        MPI.Request.Waitall(sends)
+        check(
+            f"objects:a buffer receive keeps its place ({nbytes} bytes)",
+            second == ("second", left) and np.array_equal(got, pattern(nbytes, left + 2)),
+        )
 
 
 def matched_probes():

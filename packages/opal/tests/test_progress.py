@@ -66,6 +66,34 @@ def test_wait_until_progresses_until_the_predicate_holds(engine):
     assert counter["n"] == 50
 
 
+class Request:
+    """Anything with a ``complete`` attribute: what wait_for waits on."""
+
+    complete = False
+
+
+def test_wait_for_progresses_until_the_request_completes_and_checks_it_after_every_pass(engine):
+    request, passes = Request(), []
+
+    def callback():
+        passes.append(1)
+        if len(passes) == 30:
+            request.complete = True
+        return 0  # idle passes: the request is still checked after each one
+
+    engine.register(callback)
+    assert engine.wait_for(request, timeout=5)
+    assert len(passes) == 30
+    assert engine.wait_for(request, timeout=0) and len(passes) == 30, "complete: no pass"
+
+
+def test_wait_for_times_out_and_sleeps_while_idle(engine):
+    start_cpu, start = time.process_time(), time.monotonic()
+    assert not engine.wait_for(Request(), timeout=0.3)
+    elapsed, cpu = time.monotonic() - start, time.process_time() - start_cpu
+    assert elapsed >= 0.29 and cpu < 0.1 * elapsed
+
+
 def test_wait_until_times_out_and_says_so(engine):
     start = time.monotonic()
     assert not engine.wait_until(lambda: False, timeout=0.1)

@@ -32,7 +32,7 @@ from .ops import (
     start_send,
     wait,
 )
-from .pickled import PickledRecv, start_object_send
+from .pickled import PickledRecv, send_object, start_object_send
 from .request import Prequest, Request
 
 #: Element formats of the buffers :func:`_flat_view` takes as they are: the one-character
@@ -368,8 +368,11 @@ class PointToPoint:
         c, dest, tag = self._send_args(call, dest, tag)
         if dest == PROC_NULL:
             return
-        request = start_object_send(c, obj, dest, tag, mode, call=call)
-        wait(c, request)
+        request = send_object(c, obj, dest, tag, mode, call=call)
+        if request is None:
+            return  # it already left
+        if not request.complete:
+            c.engine.wait_for(request)
         raise_if_failed(request)
 
     def _object_isend(self, call: str, obj: Any, dest: Any, tag: Any, mode: SendMode) -> Request:
@@ -409,13 +412,14 @@ class PointToPoint:
         tag: int = ANY_TAG,
         status: Status | None = None,
     ) -> Any:
-        """Receive (``buf`` is accepted for mpi4py compatibility; the size comes from a probe)."""
+        """Receive (``buf`` is accepted for mpi4py compatibility; the message sizes the buffer)."""
         c, source, tag = self._recv_args("Comm.recv", source, tag)
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
         request = PickledRecv(c, source, tag)
-        wait(c, request)
+        if not request.complete:
+            c.engine.wait_for(request)
         fill_status(status, request)
         raise_if_failed(request)
         return request.result

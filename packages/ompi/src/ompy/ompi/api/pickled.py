@@ -10,16 +10,19 @@ user receive can take it).  The buffers go straight from the object's memory to 
 and arrive in their own bytearrays, which ``pickle.loads`` hands back to numpy: no copy on either
 side.  Small buffers stay in the stream, where one message is cheaper than two.
 
-Receiving needs the stream's size, so a receive first matches the stream message with a matched
-probe (which works with ``ANY_SOURCE`` and ``ANY_TAG``), receives it, then receives the buffers
-from the sender it matched on the channel tag the header names.  The channel is per message,
-so two objects in flight between the same pair never exchange buffers, whatever order the
-receiver takes them in.
+Receiving: the stream's size is known only to its sender, so a receive is posted to the PML
+with a buffer *sized by the message* (``irecv_view(None, ...)``): it takes its place in the
+matching order at once, like any receive (a later ``Recv`` on the same source and tag cannot
+overtake it), and the PML allocates the buffer when the message matches, in one step.  When the
+stream has arrived (a completion callback), the buffers are received from the sender it matched
+on the channel tag the header names; the channel is per message, so two objects in flight
+between the same pair never exchange buffers, whatever order the receiver takes them in.  A PML
+without sized receives (the interface's minimum) is served by a matched probe advanced from the
+progress engine, then a receive.
 """
 
 from __future__ import annotations
 
-import io
 import pickle
 import struct
 from typing import Any, Final
@@ -41,38 +44,44 @@ _PLACEHOLDER: Final = bytes(HEADER.size)
 PROTOCOL: Final = 5
 
 
+def serialize(obj: Any) -> tuple[bytes, list[memoryview]]:
+    """The pickle stream of ``obj`` and the large contiguous buffers that travel out of band."""
+    buffers: list[memoryview] = []
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        try:
+            raw = buffer.raw()  # refuses non-contiguous buffers: those stay in-band
+        except BufferError:
+            return True
+        if raw.nbytes < OOB_THRESHOLD:
+            return True
+        buffers.append(raw)
+        return False
+
+    return pickle.dumps(obj, PROTOCOL, buffer_callback=out_of_band), buffers
+
+
+def frame(stream: bytes, buffers: list[memoryview], channel: int) -> memoryview:
+    """The stream message: header, pickle stream, the size of each out-of-band buffer."""
+    head = HEADER.pack(len(buffers), channel, len(stream))
+    if not buffers:
+        return memoryview(head + stream)
+    sizes = b"".join(SIZE.pack(buffer.nbytes) for buffer in buffers)
+    return memoryview(b"".join((head, stream, sizes)))
+
+
 class Serialized:
-    """An object ready to send: the stream message and its out-of-band buffers."""
+    """An object ready to send: its stream message (``view``) and its out-of-band buffers."""
 
     __slots__ = ("buffers", "stream", "view")
 
     def __init__(self, obj: Any) -> None:
-        buffers: list[memoryview] = []
-
-        def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-            try:
-                raw = buffer.raw()  # refuses non-contiguous buffers: those stay in-band
-            except BufferError:
-                return True
-            if raw.nbytes < OOB_THRESHOLD:
-                return True
-            buffers.append(raw)
-            return False
-
-        stream = io.BytesIO()
-        stream.write(_PLACEHOLDER)
-        pickle.Pickler(stream, PROTOCOL, buffer_callback=out_of_band).dump(obj)
-        length = stream.tell() - HEADER.size
-        for buffer in buffers:
-            stream.write(SIZE.pack(buffer.nbytes))
-        self.stream = stream
-        self.view = stream.getbuffer()
-        self.buffers = buffers
-        HEADER.pack_into(self.view, 0, len(buffers), 0, length)
+        self.stream, self.buffers = serialize(obj)
+        self.view = frame(self.stream, self.buffers, 0)
 
     def set_channel(self, channel: int) -> None:
-        nbufs, _, length = HEADER.unpack_from(self.view, 0)
-        HEADER.pack_into(self.view, 0, nbufs, channel, length)
+        """Name the channel tag the buffers travel on (in a new stream message)."""
+        self.view = frame(self.stream, self.buffers, channel)
 
 
 def byte_spec(view: memoryview) -> BufferSpec:
@@ -136,11 +145,31 @@ class PickledSend:
         """Sends of objects are not cancelled (MPI lets a cancel fail)."""
 
 
+def send_object(
+    comm: Communicator, obj: Any, dest: int, tag: int, mode: SendMode, *, call: str
+) -> Any:
+    """Start a blocking send of ``obj``: None if it already left, else the request to wait on."""
+    serialized = Serialized(obj)
+    if mode is STANDARD and not serialized.buffers:
+        try:
+            send_view = comm.pml.send_view
+        except AttributeError:  # a PML with only the interface's isend
+            pass
+        else:
+            return send_view(serialized.view, dest, tag, comm)
+    return _start(comm, serialized, dest, tag, mode, call=call)
+
+
 def start_object_send(
     comm: Communicator, obj: Any, dest: int, tag: int, mode: SendMode, *, call: str
 ) -> Any:
     """Serialize ``obj`` and start sending it (``dest``, ``tag`` already checked)."""
-    serialized = Serialized(obj)
+    return _start(comm, Serialized(obj), dest, tag, mode, call=call)
+
+
+def _start(
+    comm: Communicator, serialized: Serialized, dest: int, tag: int, mode: SendMode, *, call: str
+) -> Any:
     if not serialized.buffers:
         return start_send(comm, byte_spec(serialized.view), dest, tag, mode, call=call)
     counter = comm.channels.get(dest, 0)
@@ -155,21 +184,23 @@ def start_object_send(
 
 
 class PickledRecv:
-    """A receive of an object: match the stream message, receive it, then its buffers.
+    """A receive of an object: its stream message (sized by the PML at match), then its buffers.
 
-    The process advances every pickled receive in progress from a progress callback, oldest
-    first (:meth:`~.process.MpiProcess.track_pickled`), so a receive matches while the program
-    waits for anything, and receives posted earlier match earlier.  Reading ``complete`` also
-    advances them, for waits that test before they progress.
+    The buffers' receives are posted from the stream's completion callback, so the receive
+    advances whenever the process progresses, whatever it waits for (a synchronous send to a
+    peer that is itself waiting for this receive's buffers completes).  Unpickling runs no
+    user code inside the PML's callbacks: it happens when the program next looks at
+    ``complete`` (every wait does).  Errors are kept and raised by the wait, like any failed
+    receive.
     """
 
     __slots__ = (
         "_buffers",
         "_data",
         "_done",
-        "_inner",
+        "_left",
         "_parts",
-        "_stage",
+        "_stream",
         "cancelled",
         "comm",
         "count",
@@ -178,13 +209,129 @@ class PickledRecv:
         "result",
         "source",
         "tag",
+    )
+
+    def __init__(self, comm: Communicator, source: int, tag: int, message: Any = None) -> None:
+        self.comm = comm
+        self.source = source
+        self.tag = tag
+        self.count = 0
+        self.error = 0
+        self.exception: BaseException | None = None
+        self.cancelled = False
+        self.result: Any = None
+        self._done = False
+        self._data: memoryview | None = None  # the stream's buffer, when this side sized it
+        self._parts: list[Any] = []
+        self._buffers: list[bytearray] = []
+        self._left = -1  # buffers still to arrive; -1 while the stream has not
+        pml = comm.pml
+        if message is not None:  # matched by Mprobe: its size is known
+            self._data = memoryview(bytearray(message.count))
+            stream = pml.imrecv(byte_spec(self._data), message)
+        else:
+            try:
+                irecv_view = pml.irecv_view
+            except AttributeError:  # a PML without receives sized by the message
+                stream = ProbedRecv(comm, source, tag)
+            else:
+                stream = irecv_view(None, source, tag, comm)
+        self._stream = stream
+        if stream.complete:
+            self._stream_done(stream)
+        else:
+            stream.on_complete = self._stream_done
+
+    @property
+    def complete(self) -> bool:
+        if not self._done and not self._left:
+            try:
+                stream_view, _, _ = parse_stream(self._data)
+                self.result = pickle.loads(stream_view, buffers=self._buffers)
+            except BaseException as error:  # reported by the wait, like any failed receive
+                self._fail(error)
+            else:
+                self._data = None
+                self._parts = []
+                self._buffers = []
+                self._done = True
+        return self._done
+
+    def cancel(self) -> None:
+        """Cancel while the stream has not matched; afterwards the receive completes normally."""
+        if not self._done:
+            self._stream.cancel()
+
+    def _stream_done(self, stream: Any) -> None:
+        try:
+            self.source, self.tag, self.count = stream.source, stream.tag, stream.count
+            if stream.cancelled:
+                self.cancelled = True
+                self._done = True
+                return
+            if stream.exception is not None:
+                raise stream.exception
+            data = self._data if self._data is not None else stream.view
+            self._data = data
+            _stream_view, channel, sizes = parse_stream(data)
+            self._left = len(sizes)
+            pml, comm = self.comm.pml, self.comm
+            for size in sizes:
+                buffer = bytearray(size)
+                self._buffers.append(buffer)
+                self._parts.append(
+                    pml.irecv(byte_spec(memoryview(buffer)), stream.source, channel, comm)
+                )
+            for part in self._parts:
+                if part.complete:
+                    self._part_done(part)
+                else:
+                    part.on_complete = self._part_done
+        except BaseException as error:  # reported by the wait, like any failed receive
+            self._fail(error)
+
+    def _part_done(self, part: Any) -> None:
+        if self._done:
+            return
+        try:
+            if part.exception is not None:
+                raise part.exception
+            self._left -= 1
+        except BaseException as error:
+            self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        self.exception = error
+        self.error = getattr(error, "error_class", ERR_OTHER)
+        self._data = None
+        self._done = True
+
+
+class ProbedRecv:
+    """A receive sized by its message for a PML that cannot size one: matched probe, then imrecv.
+
+    The process advances it from a progress callback (:meth:`~.process.MpiProcess.track_pickled`)
+    so that it matches while the program waits for anything; it completes like a request
+    (``on_complete`` runs once) and its ``view`` holds the message.
+    """
+
+    __slots__ = (
+        "_inner",
+        "cancelled",
+        "comm",
+        "complete",
+        "count",
+        "error",
+        "exception",
+        "on_complete",
+        "source",
+        "tag",
+        "view",
         "want_source",
         "want_tag",
     )
 
-    _PROBE, _STREAM, _BUFFERS = 0, 1, 2
-
-    def __init__(self, comm: Communicator, source: int, tag: int, message: Any = None) -> None:
+    def __init__(self, comm: Communicator, source: int, tag: int) -> None:
         self.comm = comm
         self.want_source = source
         self.want_tag = tag
@@ -194,83 +341,45 @@ class PickledRecv:
         self.error = 0
         self.exception: BaseException | None = None
         self.cancelled = False
-        self.result: Any = None
-        self._done = False
+        self.complete = False
+        self.on_complete: Any = None
+        self.view: memoryview | None = None
         self._inner: Any = None
-        self._data: bytearray | None = None
-        self._parts: list[Any] = []
-        self._buffers: list[bytearray] = []
-        self._stage = self._PROBE
-        if message is not None:
-            self._receive_stream(message)
         comm.process.track_pickled(self)
 
     @property
-    def complete(self) -> bool:
-        if not self._done:
-            self.comm.process.advance_pickled()  # older receives match first
-        return self._done
-
-    @property
     def done(self) -> bool:
-        return self._done
-
-    def step(self) -> None:
-        """Advance as far as the messages that have arrived allow."""
-        if not self._done:
-            self._advance()
+        return self.complete
 
     def cancel(self) -> None:
-        """Cancel while nothing has matched yet; afterwards the receive completes normally."""
-        if self._stage == self._PROBE and not self._done:
+        if self._inner is None and not self.complete:
             self.cancelled = True
-            self._done = True
+            self._finish()
 
-    def _advance(self) -> None:
+    def step(self) -> None:
+        """Match the message if it arrived; complete once it is received."""
+        if self.complete:
+            return
         try:
-            if self._stage == self._PROBE:
+            if self._inner is None:
                 message = self.comm.pml.improbe(self.want_source, self.want_tag, self.comm)
                 if message is None:
                     return
-                self._receive_stream(message)
-            if self._stage == self._STREAM:
-                if not self._inner.complete:
-                    return
-                self._stream_received()
-            if self._stage == self._BUFFERS and all(part.complete for part in self._parts):
-                self._buffers_received()
-        except BaseException as error:  # reported by the wait, like any failed receive
+                self.view = memoryview(bytearray(message.count))
+                self._inner = self.comm.pml.imrecv(byte_spec(self.view), message)
+            inner = self._inner
+            if not inner.complete:
+                return
+            self.source, self.tag, self.count = inner.source, inner.tag, inner.count
+            self.exception, self.error = inner.exception, inner.error
+        except BaseException as error:
             self.exception = error
             self.error = getattr(error, "error_class", ERR_OTHER)
-            self._done = True
+        self._finish()
 
-    def _receive_stream(self, message: Any) -> None:
-        self._data = bytearray(message.count)
-        self._inner = self.comm.pml.imrecv(byte_spec(memoryview(self._data)), message)
-        self._stage = self._STREAM
-
-    def _stream_received(self) -> None:
-        inner = self._inner
-        self.source, self.tag, self.count = inner.source, inner.tag, inner.count
-        if inner.exception is not None:
-            raise inner.exception
-        _stream, channel, sizes = parse_stream(memoryview(self._data))
-        pml, comm = self.comm.pml, self.comm
-        for size in sizes:
-            buffer = bytearray(size)
-            self._buffers.append(buffer)
-            self._parts.append(
-                pml.irecv(byte_spec(memoryview(buffer)), inner.source, channel, comm)
-            )
-        self._stage = self._BUFFERS
-
-    def _buffers_received(self) -> None:
-        for part in self._parts:
-            if part.exception is not None:
-                raise part.exception
-        stream, _, _ = parse_stream(memoryview(self._data))
-        self.result = pickle.loads(stream, buffers=self._buffers)
-        self._data = None
-        self._parts = []
-        self._buffers = []
-        self._done = True
+    def _finish(self) -> None:
+        self.complete = True
+        callback = self.on_complete
+        if callback is not None:
+            self.on_complete = None
+            callback(self)
