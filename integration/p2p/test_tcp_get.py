@@ -87,9 +87,11 @@ DYING_SENDER = textwrap.dedent(
         data = np.ones(size, np.uint8)
         pml.isend(parse_buffer(data), 0, 5, comm, SendMode.STANDARD)
         tcp = [m for m in pml.bml.btls if m.name.startswith("tcp")]
+        def queued(ep):
+            return sum(len(b) for entry in ep.queue for b in entry[0])
         def answering():
             return any(
-                ep.conn is not None and sum(len(b) for entry in ep.queue for b in entry[0]) > size // 2
+                ep.conn is not None and queued(ep) > size // 2
                 for m in tcp for ep in m.endpoints.values()
             )
         if not engine.wait_until(answering, timeout=60):

@@ -1,8 +1,11 @@
-"""Ping-pong latency (8 B) and 16 MiB stream bandwidth: the tcp BTL against plain sockets.
+"""Ping-pong latency (8 B), 16 MiB stream and 16 MiB get bandwidth: the tcp BTL against sockets.
 
-    [SPIN=N] python benchmarks/pingpong.py [--iterations N]
+    [SPIN=N] [OMPY_MCA_btl_tcp_sndbuf=B ...] python benchmarks/pingpong.py [--iterations N]
 
-``SPIN`` is the progress engine's spin count before it sleeps on the sockets (default 50).
+``SPIN`` is the progress engine's spin count before it sleeps on the sockets (default 50);
+``OMPY_MCA_btl_tcp_*`` variables in the environment reach the tcp component (socket buffer
+sizes, links).  The get measurement is rank 0 reading rank 1's registered 16 MiB buffer again
+and again (each get waits for the previous one), as the PML's RGET protocol does.
 
 Starts a second process for rank 1, runs each measurement over loopback with both transports
 and prints one line per result.  Numbers, not a test.
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ompy.opal.mca.btl import BtlContext
+from ompy.opal.mca.btl import BtlContext, MemHandle
 from ompy.opal.mca.btl.base import TAG_USR, select_btls
 from ompy.opal.mca.params import Registry
 from ompy.opal.modex import DirectoryModex
@@ -82,12 +85,13 @@ def btl(rank: int, directory: Path, iterations: int) -> None:
     procs = [Proc("bench", r) for r in range(2)]
     context = BtlContext(procs[rank], modex, b"k" * 32, engine)
     environ = {
+        **{k: v for k, v in os.environ.items() if k.startswith("OMPY_MCA_btl_tcp_")},
         "OMPY_MCA_btl": "tcp",
         "OMPY_MCA_btl_tcp_if_include": "lo",
         "OMPY_MCA_btl_tcp_max_send_size": str(STREAM + 64),
     }
     selected = select_btls(context, Registry(environ=environ))
-    (module,) = selected.modules
+    module = selected.modules[0]
     got = [0]
 
     def on_frame(_module, _tag, view):
@@ -130,8 +134,48 @@ def btl(rank: int, directory: Path, iterations: int) -> None:
         wait_until(lambda: got[0] == STREAM_REPEATS)
         send(small)
         wait_until(lambda: not endpoint.queue)
+    get_bandwidth(rank, module, endpoint, engine, got)
     selected.close()
     engine.close()
+
+
+def get_bandwidth(rank: int, module, endpoint, engine: ProgressEngine, got: list) -> None:
+    """Rank 0 gets rank 1's registered 16 MiB buffer STREAM_REPEATS times, one after another."""
+    small = memoryview(bytearray(8))
+
+    def send(view):
+        if not module.sendi(endpoint, b"", view, TAG_USR):
+            module.send(endpoint, module.prepare_src(endpoint, view, 0), TAG_USR)
+
+    if rank == 1:
+        source = np.ones(STREAM, dtype=np.uint8)
+        handle = module.register_mem(memoryview(source))
+        got[0] = 0
+        engine.wait_until(lambda: got[0] == 1)  # rank 0 is ready for the handle
+        send(memoryview(handle.pack()))
+        engine.wait_until(lambda: got[0] == 2)  # rank 0 is done
+        module.deregister_mem(handle)
+        return
+    got[0] = 0
+    keys: list[bytes] = []
+    module.callbacks[TAG_USR] = lambda _m, _t, view: keys.append(bytes(view))
+    send(small)
+    engine.wait_until(lambda: keys)
+    handle = MemHandle.unpack(keys[0])
+    target = memoryview(np.empty(STREAM, dtype=np.uint8))
+    done: list = []
+    for phase in ("warm", "timed"):
+        repeats = 2 if phase == "warm" else STREAM_REPEATS
+        start = time.perf_counter()
+        for _ in range(repeats):
+            module.get(endpoint, target, handle, 0, done.append)
+            engine.wait_until(lambda: done)
+            if done.pop() is not None:
+                raise RuntimeError("a get failed")
+        seconds = time.perf_counter() - start
+    print(f"btl tcp       : 16 MiB get    {STREAM * STREAM_REPEATS / seconds / 1e9:7.3f} GB/s")
+    send(small)
+    engine.wait_until(lambda: not endpoint.queue)
 
 
 def main() -> None:
