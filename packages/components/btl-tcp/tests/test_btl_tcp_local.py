@@ -126,3 +126,20 @@ def test_each_module_counts_the_bytes_its_sockets_received(pair):
         name: wire.FRAME_SIZE + size for name, size in sizes.items()
     }
     assert [m.bytes_received for m in zero] == [0, 0]  # nothing was sent to rank 0
+
+
+@pytest.mark.parametrize("pair", [{"sndbuf": 4096, "rcvbuf": 4096}], indirect=True)
+def test_a_sendi_the_socket_takes_only_partly_still_arrives_whole_after_its_memory_is_reused(pair):
+    (zero,), (one,) = pair.modules
+    one.add_procs(PROCS)
+    (_, endpoint) = zero.add_procs(PROCS)
+    descriptor = zero.alloc(endpoint, 1)
+    zero.send(endpoint, descriptor, TAG_USR)
+    assert pair.engine.wait_until(lambda: endpoint.conn is not None and not endpoint.queue, 10)
+    payload = bytearray(bytes(range(256)) * 400)  # 100 KiB: more than the small socket buffers
+    expected = b"hdr" + bytes(payload)
+    assert zero.sendi(endpoint, b"hdr", memoryview(payload), TAG_USR) is True
+    assert endpoint.queue, "the socket should have taken only part of the frame"
+    payload[:] = bytes(len(payload))  # the caller reuses its memory at once
+    assert pair.engine.wait_until(lambda: len(pair.inboxes[1]) == 2, timeout=10)
+    assert pair.inboxes[1][1][1] == expected

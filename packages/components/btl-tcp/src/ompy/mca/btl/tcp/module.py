@@ -249,9 +249,11 @@ class TcpModule(BtlModule):
         if sent != length + _FRAME_SIZE:
             if not sent:
                 return False
-            # Part of the frame is on the wire: the rest must follow, so keep a copy of it.
-            rest = b"".join((frame, header, payload))[sent:]
-            endpoint.queue.append([[rest], None])
+            # Part of the frame is on the wire: the rest must follow, so keep a copy of the rest
+            # (only of the rest: the caller may reuse its memory once sendi returned True).
+            buffers = [frame, header, payload]
+            _skip(buffers, sent)
+            endpoint.queue.append([[bytes(buffer) for buffer in buffers], None])
             conn.want_write()
         return True
 
