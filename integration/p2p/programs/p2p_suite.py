@@ -180,6 +180,8 @@ def objects():
     )
     check("objects:None", objs[3] is None)
     check("objects:sendrecv", comm.sendrecv(rank, right, 44, None, left, 44) == left)
+    long_stream = comm.sendrecv(bytes([rank]) * 300_000, right, 47, None, left, 47)
+    check("objects:a long stream", long_stream == bytes([left]) * 300_000)
     for nbytes in (100, 100_000):  # eager and rendezvous
         # A pickled receive takes its place in matching when it is posted: a later Recv on the
         # same source and tag gets the later message, whatever arrives when.

@@ -8,7 +8,9 @@ followed, when the object holds large contiguous buffers (numpy arrays, bytearra
 message per buffer on a private *channel tag* (:func:`~.tags.pickle_channel`, negative, so no
 user receive can take it).  The buffers go straight from the object's memory to the transport
 and arrive in their own bytearrays, which ``pickle.loads`` hands back to numpy: no copy on either
-side.  Small buffers stay in the stream, where one message is cheaper than two.
+side.  Small buffers stay in the stream, where one message is cheaper than two; a long stream
+(a large ``bytes`` or ``str`` pickles in-band) travels as the first buffer instead of being
+copied behind the header (``STREAM_FIRST`` in the header's buffer count).
 
 Receiving: the stream's size is known only to its sender, so a receive is posted to the PML
 with a buffer *sized by the message* (``irecv_view(None, ...)``): it takes its place in the
@@ -38,9 +40,13 @@ from .tags import pickle_channel
 
 #: Contiguous buffers at least this large travel out of band (no copy); smaller ones in-band.
 OOB_THRESHOLD: Final = 16 * 1024
-HEADER: Final = struct.Struct("<IiQ")  # buffers, channel tag, stream length
+#: Pickle streams at least this long travel out of band too, as the first buffer: copying them
+#: behind the header would cost more than the extra message.
+STREAM_OOB_THRESHOLD: Final = 256 * 1024
+HEADER: Final = struct.Struct("<IiQ")  # buffers (| STREAM_FIRST), channel tag, stream length
 SIZE: Final = struct.Struct("<Q")
-_PLACEHOLDER: Final = bytes(HEADER.size)
+#: Flag in the header's buffer count: the stream is the first out-of-band buffer.
+STREAM_FIRST: Final = 1 << 31
 PROTOCOL: Final = 5
 
 
@@ -62,8 +68,12 @@ def serialize(obj: Any) -> tuple[bytes, list[memoryview]]:
 
 
 def frame(stream: bytes, buffers: list[memoryview], channel: int) -> memoryview:
-    """The stream message: header, pickle stream, the size of each out-of-band buffer."""
-    head = HEADER.pack(len(buffers), channel, len(stream))
+    """The stream message: header, pickle stream, the size of each out-of-band buffer.
+
+    An empty ``stream`` with buffers means the stream is the first buffer (a long one).
+    """
+    nbufs = len(buffers) | STREAM_FIRST if buffers and not stream else len(buffers)
+    head = HEADER.pack(nbufs, channel, len(stream))
     if not buffers:
         return memoryview(head + stream)
     sizes = b"".join(SIZE.pack(buffer.nbytes) for buffer in buffers)
@@ -71,17 +81,29 @@ def frame(stream: bytes, buffers: list[memoryview], channel: int) -> memoryview:
 
 
 class Serialized:
-    """An object ready to send: its stream message (``view``) and its out-of-band buffers."""
+    """An object ready to send: its stream message (``view``) and what follows on the channel.
 
-    __slots__ = ("buffers", "stream", "view")
+    ``buffers`` are the object's out-of-band buffers; ``outgoing`` the channel's messages in
+    order: the same, preceded by the stream itself when it is long.
+    """
+
+    __slots__ = ("buffers", "outgoing", "stream", "view")
 
     def __init__(self, obj: Any) -> None:
         self.stream, self.buffers = serialize(obj)
-        self.view = frame(self.stream, self.buffers, 0)
+        if len(self.stream) >= STREAM_OOB_THRESHOLD:
+            self.outgoing = [memoryview(self.stream), *self.buffers]
+        else:
+            self.outgoing = self.buffers
+        self.view = self._frame(0)
 
     def set_channel(self, channel: int) -> None:
         """Name the channel tag the buffers travel on (in a new stream message)."""
-        self.view = frame(self.stream, self.buffers, channel)
+        self.view = self._frame(channel)
+
+    def _frame(self, channel: int) -> memoryview:
+        in_band = self.stream if self.outgoing is self.buffers else b""
+        return frame(in_band, self.outgoing, channel)
 
 
 def byte_spec(view: memoryview) -> BufferSpec:
@@ -91,8 +113,11 @@ def byte_spec(view: memoryview) -> BufferSpec:
     return BufferSpec(view, view.nbytes, BYTE, view)
 
 
-def parse_stream(data: memoryview) -> tuple[memoryview, int, list[int]]:
-    """(pickle stream, channel tag, buffer sizes) of a received stream message."""
+def parse_stream(data: memoryview) -> tuple[memoryview | None, int, list[int]]:
+    """(pickle stream, channel tag, buffer sizes) of a received stream message.
+
+    The stream is None when it travels as the first buffer.
+    """
     if data.nbytes < HEADER.size:
         raise MPIException(
             ERR_OTHER,
@@ -100,15 +125,17 @@ def parse_stream(data: memoryview) -> tuple[memoryview, int, list[int]]:
             "with an uppercase method (Send) and received with a lowercase one (recv)?",
         )
     nbufs, channel, length = HEADER.unpack_from(data, 0)
+    first = nbufs & STREAM_FIRST
+    nbufs &= ~STREAM_FIRST
     end = HEADER.size + length
-    if end + nbufs * SIZE.size != data.nbytes:
+    if end + nbufs * SIZE.size != data.nbytes or (first and (length or not nbufs)):
         raise MPIException(
             ERR_OTHER,
             f"a pickled message of {data.nbytes} bytes does not match its header ({length} "
             f"bytes of stream, {nbufs} buffers); was it sent with an uppercase method (Send)?",
         )
     sizes = [SIZE.unpack_from(data, end + i * SIZE.size)[0] for i in range(nbufs)]
-    return data[HEADER.size : end], channel, sizes
+    return (None if first else data[HEADER.size : end]), channel, sizes
 
 
 class PickledSend:
@@ -150,7 +177,7 @@ def send_object(
 ) -> Any:
     """Start a blocking send of ``obj``: None if it already left, else the request to wait on."""
     serialized = Serialized(obj)
-    if mode is STANDARD and not serialized.buffers:
+    if mode is STANDARD and not serialized.outgoing:
         try:
             send_view = comm.pml.send_view
         except AttributeError:  # a PML with only the interface's isend
@@ -170,7 +197,7 @@ def start_object_send(
 def _start(
     comm: Communicator, serialized: Serialized, dest: int, tag: int, mode: SendMode, *, call: str
 ) -> Any:
-    if not serialized.buffers:
+    if not serialized.outgoing:
         return start_send(comm, byte_spec(serialized.view), dest, tag, mode, call=call)
     counter = comm.channels.get(dest, 0)
     comm.channels[dest] = counter + 1
@@ -178,7 +205,7 @@ def _start(
     serialized.set_channel(channel)
     parts = [start_send(comm, byte_spec(serialized.view), dest, tag, mode, call=call)]
     buffer_mode = BUFFERED if mode is BUFFERED else STANDARD
-    for buffer in serialized.buffers:
+    for buffer in serialized.outgoing:
         parts.append(start_send(comm, byte_spec(buffer), dest, channel, buffer_mode, call=call))
     return PickledSend(parts, serialized)
 
@@ -247,7 +274,10 @@ class PickledRecv:
         if not self._done and not self._left:
             try:
                 stream_view, _, _ = parse_stream(self._data)
-                self.result = pickle.loads(stream_view, buffers=self._buffers)
+                buffers = self._buffers
+                if stream_view is None:  # the stream came first among the buffers
+                    stream_view, buffers = buffers[0], buffers[1:]
+                self.result = pickle.loads(stream_view, buffers=buffers)
             except BaseException as error:  # reported by the wait, like any failed receive
                 self._fail(error)
             else:
