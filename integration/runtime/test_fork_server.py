@@ -61,6 +61,8 @@ def test_each_python_form_sees_what_an_executed_rank_sees(ompy, tmp_path, form):
         seen[mode] = _reports(result.stdout)
     forked, executed = seen["forked"], seen["executed"]
     assert sorted(forked) == sorted(executed) == [0, 1, 2]
+    assert {forked[rank].pop("forked_by") for rank in range(3)} == {"fork server"}
+    assert {executed[rank].pop("forked_by") for rank in range(3)} == {"launcher"}
     randoms = {forked[rank].pop("random") for rank in range(3)}
     assert len(randoms) == 3  # each forked rank has its own generator state
     for rank in range(3):
@@ -90,6 +92,8 @@ def test_interpreter_options_are_those_of_the_command_line(ompy, tmp_path):
         for mode in MODES
     }
     reports = {mode: json.loads(result.stdout) for mode, result in results.items()}
+    assert reports["forked"].pop("forked_by") == "fork server"
+    assert reports["executed"].pop("forked_by") == "launcher"
     for report in reports.values():
         report.pop("random")
         report["env"].pop("OMPY_MCA_plm_local_fork_server")

@@ -9,6 +9,12 @@ import os
 import random
 import sys
 
+
+def _parent_is_fork_server():
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
+        return b"ompy.mca.plm.local.zygote" in cmdline.read()
+
+
 report = {
     "argv": sys.argv,
     "orig_argv_tail": sys.orig_argv[1:],
@@ -25,6 +31,7 @@ report = {
     "flags_optimize": sys.flags.optimize,
     "random": random.random(),
     "session": os.getsid(0) == os.getpid(),
+    "forked_by": "fork server" if _parent_is_fork_server() else "launcher",
 }
 for secret in ("OMPY_SECRET", "OMPY_SERVER", "OMPY_JOBID", "OMPY_SESSION_DIR"):
     report["env"][secret] = bool(report["env"].get(secret))  # differ between jobs

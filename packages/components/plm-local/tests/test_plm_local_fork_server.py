@@ -39,7 +39,8 @@ def test_a_python_rank_is_forked_by_the_server_with_its_own_session_and_environm
 ):
     server = prepared.launcher.fork_server
     assert server is not None
-    rank, out = prepared.spawn_reporting(REPORT, rank=1, env={"OMPY_RANK": "1"})
+    identity = {"OMPY_RANK": "1", "OMPY_RANK_NODES": "0*4", "OMPY_NODE_NAMES": "localhost"}
+    rank, out = prepared.spawn_reporting(REPORT, rank=1, env=identity)
     try:
         report = json.loads(read_line(out, timeout=30))
     finally:
@@ -47,7 +48,7 @@ def test_a_python_rank_is_forked_by_the_server_with_its_own_session_and_environm
     assert isinstance(rank, ForkedRank)
     assert report["pid"] == rank.pid and report["sid"] == rank.pid  # leads a new session
     assert report["ppid"] != os.getpid()  # the server's child, not the launcher's
-    assert report["env"] == prepared.env({"OMPY_RANK": "1"})
+    assert report["env"] == prepared.env(identity)
     assert report["argv"] == ["-c"]
     assert wait_exit(rank) == 0
 

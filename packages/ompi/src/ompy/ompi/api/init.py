@@ -3,8 +3,10 @@
 ``Init_thread`` (and ``Init``, and importing ``ompy.MPI`` unless ``rc.initialize`` is off):
 
 1. start the run-time (``ompy.orte.runtime.init``): identity and modex;
-2. publish this process's placement (node, pid, local rank) in the modex, commit, fence, and
-   build every world rank's :class:`~ompy.opal.proc.Proc` from what the others published;
+2. build every world rank's :class:`~ompy.opal.proc.Proc` from the job map the launcher put
+   in the identity (``ompy run`` always does), and stage this process's placement (node, pid,
+   local rank) in the modex; without a job map, commit and fence first and build the procs
+   from what every rank published (one more round trip through the launcher);
 3. build the BTL context and the PML context, and select the PML (its selection opens the
    BTLs, which publish their contact information);
 4. commit and fence, so every process sees every contact;
@@ -134,20 +136,12 @@ def _start() -> tuple[MpiProcess, Any, Any]:
             "local_rank": identity.local_rank,
         },
     )
-    modex.commit()
-    modex.fence()
-    procs = []
-    for rank in range(identity.size):
-        info = modex.get(rank, PROC_KEY)
-        procs.append(
-            Proc(
-                identity.jobid,
-                rank,
-                node_id=info["node_id"],
-                node_name=info["node_name"],
-                local_rank=info["local_rank"],
-            )
-        )
+    if identity.rank_nodes:
+        procs = _procs_from_job_map(identity, Proc)  # published with the contacts below
+    else:
+        modex.commit()
+        modex.fence()
+        procs = _procs_from_modex(identity, modex, Proc)
     me = procs[identity.rank]
     registry = param_registry()
     engine = progress_engine()
@@ -170,6 +164,37 @@ def _start() -> tuple[MpiProcess, Any, Any]:
         processor_name=identity.node_name,
     )
     return process, runtime, framework
+
+
+def _procs_from_job_map(identity: Any, proc_class: Any) -> list[Any]:
+    """Every world rank's Proc from the job map the launcher gave (no modex round trip)."""
+    return [
+        proc_class(
+            identity.jobid,
+            rank,
+            node_id=node,
+            node_name=identity.node_names[node],
+            local_rank=identity.local_rank_of(rank),
+        )
+        for rank, node in enumerate(identity.rank_nodes)
+    ]
+
+
+def _procs_from_modex(identity: Any, modex: Any, proc_class: Any) -> list[Any]:
+    """Every world rank's Proc from what each published (a launcher without a job map)."""
+    procs = []
+    for rank in range(identity.size):
+        info = modex.get(rank, PROC_KEY)
+        procs.append(
+            proc_class(
+                identity.jobid,
+                rank,
+                node_id=info["node_id"],
+                node_name=info["node_name"],
+                local_rank=info["local_rank"],
+            )
+        )
+    return procs
 
 
 def _install(process: MpiProcess, *, runtime: Any = None, framework: Any = None) -> None:

@@ -17,12 +17,19 @@ OMPY_SERVER              ``host:port`` of the launcher's control server
 OMPY_SECRET              the 32-byte job secret, in hex
 OMPY_OVERSUBSCRIBED      ``1`` if the node has more ranks than cores, else ``0``
 OMPY_SESSION_DIR         a per-job directory that the launcher removes at the end
+OMPY_NODE_NAMES          (optional) every node's name, by node id, comma-separated
+OMPY_RANK_NODES          (optional, with OMPY_NODE_NAMES) every rank's node id in rank
+                         order, run-length encoded: ``0*4,1*4`` is four ranks on node 0
+                         and four on node 1
 =======================  ===============================================================
+
+The two optional variables carry the job map, so that MPI initialization knows where every
+rank runs without a modex exchange; a rank without them learns it from the modex.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ompy.orte.mca.ess import SECRET_SIZE, Identity
 
@@ -38,7 +45,12 @@ SECRET = "OMPY_SECRET"
 OVERSUBSCRIBED = "OMPY_OVERSUBSCRIBED"
 SESSION_DIR = "OMPY_SESSION_DIR"
 
-#: Every variable of the contract; all of them are required in a launched rank.
+NODE_NAMES = "OMPY_NODE_NAMES"
+RANK_NODES = "OMPY_RANK_NODES"
+#: The job map: optional, but both or neither.
+JOB_MAP_VARIABLES = (NODE_NAMES, RANK_NODES)
+
+#: Every required variable of the contract; all of them are set in a launched rank.
 VARIABLES = (
     JOBID,
     RANK,
@@ -52,6 +64,8 @@ VARIABLES = (
     OVERSUBSCRIBED,
     SESSION_DIR,
 )
+#: Every variable :func:`environment_of` may set: what differs between the ranks of a job.
+ALL_VARIABLES = (*VARIABLES, *JOB_MAP_VARIABLES)
 
 
 class LaunchEnvironmentError(ValueError):
@@ -71,6 +85,8 @@ def environment_for_rank(
     secret: bytes,
     oversubscribed: bool,
     session_dir: str,
+    rank_nodes: Sequence[int] = (),
+    node_names: Sequence[str] = (),
 ) -> dict[str, str]:
     """The variables to add to one rank's environment.
 
@@ -89,6 +105,8 @@ def environment_for_rank(
         session_dir=session_dir,
         server=server,
         secret=secret,
+        rank_nodes=tuple(rank_nodes),
+        node_names=tuple(node_names),
     )
     return environment_of(identity)
 
@@ -98,7 +116,7 @@ def environment_of(identity: Identity) -> dict[str, str]:
     if identity.singleton or identity.server is None or identity.secret is None:
         raise ValueError("a singleton has no launch environment")
     host, port = identity.server
-    return {
+    variables = {
         JOBID: identity.jobid,
         RANK: str(identity.rank),
         SIZE: str(identity.size),
@@ -111,6 +129,32 @@ def environment_of(identity: Identity) -> dict[str, str]:
         OVERSUBSCRIBED: "1" if identity.oversubscribed else "0",
         SESSION_DIR: identity.session_dir,
     }
+    if identity.rank_nodes:
+        variables[NODE_NAMES] = ",".join(identity.node_names)
+        variables[RANK_NODES] = encode_rank_nodes(identity.rank_nodes)
+    return variables
+
+
+def encode_rank_nodes(rank_nodes: Sequence[int]) -> str:
+    """Run-length encoding of the node ids (ranks of a node are usually consecutive)."""
+    runs: list[list[int]] = []
+    for node in rank_nodes:
+        if runs and runs[-1][0] == node:
+            runs[-1][1] += 1
+        else:
+            runs.append([node, 1])
+    return ",".join(str(node) if count == 1 else f"{node}*{count}" for node, count in runs)
+
+
+def decode_rank_nodes(value: str) -> tuple[int, ...]:
+    """The inverse of :func:`encode_rank_nodes`; :class:`LaunchEnvironmentError` if malformed."""
+    nodes: list[int] = []
+    for run in value.split(","):
+        node, _star, count = run.partition("*")
+        if not node.isascii() or not node.isdigit() or (_star and not count.isdigit()):
+            raise _bad(RANK_NODES, value, "node ids with optional repeat counts, e.g. '0*4,1*4'")
+        nodes.extend([int(node)] * (int(count) if _star else 1))
+    return tuple(nodes)
 
 
 def is_launched(environ: Mapping[str, str]) -> bool:
@@ -127,6 +171,16 @@ def identity_from_environment(environ: Mapping[str, str]) -> Identity:
             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; start it "
             f"with 'ompy run', or unset the OMPY_ variables to run it as a singleton"
         )
+    job_map: dict[str, tuple] = {}
+    given = [name for name in JOB_MAP_VARIABLES if name in environ]
+    if len(given) == 1:
+        other = RANK_NODES if given[0] == NODE_NAMES else NODE_NAMES
+        raise LaunchEnvironmentError(
+            f"the launch environment sets {given[0]} but not {other}: both or neither"
+        )
+    if given:
+        job_map["node_names"] = tuple(_token(environ, NODE_NAMES).split(","))
+        job_map["rank_nodes"] = decode_rank_nodes(environ[RANK_NODES])
     try:
         identity = Identity(
             jobid=_token(environ, JOBID),
@@ -140,6 +194,7 @@ def identity_from_environment(environ: Mapping[str, str]) -> Identity:
             session_dir=_token(environ, SESSION_DIR),
             server=_address(environ, SERVER),
             secret=_secret(environ, SECRET),
+            **job_map,
         )
     except LaunchEnvironmentError:
         raise

@@ -167,6 +167,10 @@ class JobRunner:
         from ompy.orte.control import environment_for_rank
 
         base = rank_base_environment(self.plan.app.env)
+        placements = self.plan.job_map.placements
+        rank_nodes = [placement.node_id for placement in placements]
+        node_names = {placement.node_id: placement.node.name for placement in placements}
+        names = [node_names[node] for node in range(len(node_names))]
         for placement in self.plan.job_map.placements:
             self._handle_signals()
             if self._ending is not None:
@@ -185,6 +189,8 @@ class JobRunner:
                     secret=secret,
                     oversubscribed=placement.oversubscribed,
                     session_dir=str(session.path),
+                    rank_nodes=rank_nodes,
+                    node_names=names,
                 )
             )
             stdio = self._iof.stdio_for(placement.rank)

@@ -70,6 +70,11 @@ class Identity:
     server: tuple[str, int] | None = attrs.field(default=None, validator=_server)
     secret: bytes | None = attrs.field(default=None, repr=False)
     singleton: bool = False
+    #: The node id of every rank, in rank order (the job map), when the launcher gave it.
+    #: With it MPI knows where every peer runs without a modex exchange; empty otherwise.
+    rank_nodes: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    #: The name of every node of the job, by node id (given together with ``rank_nodes``).
+    node_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     def __attrs_post_init__(self) -> None:
         if self.rank >= self.size:
@@ -86,8 +91,31 @@ class Identity:
             raise ValueError("a singleton is a job of size 1 without server and secret")
         if self.secret is not None and len(self.secret) != SECRET_SIZE:
             raise ValueError(f"the job secret must be {SECRET_SIZE} bytes, got {len(self.secret)}")
+        if self.rank_nodes or self.node_names:
+            self._check_job_map()
         if not self.singleton and (self.server is None or self.secret is None):
             raise ValueError(
                 "a launched rank needs the address of the launcher's control server and the "
                 "job secret"
             )
+
+    def _check_job_map(self) -> None:
+        nodes, names = self.rank_nodes, self.node_names
+        if len(nodes) != self.size:
+            raise ValueError(f"the job map names {len(nodes)} ranks, the job has {self.size}")
+        if not all(isinstance(n, int) and 0 <= n < len(names) for n in nodes):
+            raise ValueError(f"the job map's node ids must be 0..{len(names) - 1}, got {nodes}")
+        if nodes[self.rank] != self.node_id or names[self.node_id] != self.node_name:
+            raise ValueError(
+                f"the job map puts rank {self.rank} on node {nodes[self.rank]} "
+                f"({names[nodes[self.rank]]!r}), not on node {self.node_id} ({self.node_name!r})"
+            )
+        if nodes.count(self.node_id) != self.local_size or self.local_rank_of(self.rank) != (
+            self.local_rank
+        ):
+            raise ValueError("the job map disagrees with this rank's local rank or local size")
+
+    def local_rank_of(self, rank: int) -> int:
+        """The local rank of ``rank`` by the job map: how many ranks before it share its node."""
+        node = self.rank_nodes[rank]
+        return self.rank_nodes[:rank].count(node)

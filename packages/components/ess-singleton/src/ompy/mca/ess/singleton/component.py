@@ -28,6 +28,7 @@ class SingletonModule(EssModule):
     def identity(self) -> Identity:
         jobid = f"s{self.pid}"
         session = f"ompy-session-{jobid}-{secrets.token_hex(4)}"
+        host = socket.gethostname()
         return Identity(
             jobid=jobid,
             rank=0,
@@ -35,10 +36,12 @@ class SingletonModule(EssModule):
             local_rank=0,
             local_size=1,
             node_id=0,
-            node_name=socket.gethostname(),
+            node_name=host,
             oversubscribed=False,
             session_dir=os.path.join(tempfile.gettempdir(), session),
             singleton=True,
+            rank_nodes=(0,),
+            node_names=(host,),
         )
 
 

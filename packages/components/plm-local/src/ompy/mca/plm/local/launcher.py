@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ompy.orte.control.environment import VARIABLES as IDENTITY_VARIABLES
+from ompy.orte.control.environment import ALL_VARIABLES as IDENTITY_VARIABLES
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.hosts import is_local_host
 from ompy.orte.launcher.job import Node, Placement
