@@ -321,6 +321,12 @@ class Connection:
             self.bye_received = True
         elif kind == _KIND_GET:
             get_id, key, offset, size = _GET_REQUEST_UNPACK(payload)
+            if self.endpoint is None:
+                self.lost(
+                    f"rank {self.peer_rank} sent a GET before this process added it as a peer "
+                    "(a protocol error: a get follows a message this process sent it)"
+                )
+                return False
             try:
                 self.module.serve_get(self.endpoint, get_id, key, offset, size)
             except BtlPeerError:

@@ -377,13 +377,9 @@ class TcpModule(BtlModule):
             whole.part_done(error)
 
     def serve_get(
-        self, endpoint: TcpEndpoint | None, get_id: int, key: int, offset: int, length: int
+        self, endpoint: TcpEndpoint, get_id: int, key: int, offset: int, length: int
     ) -> None:
         """A peer asked for part of a registered region: answer from the buffer itself."""
-        if endpoint is None:
-            raise BtlPeerError(
-                f"tcp {self.name}: a GET arrived on a connection no peer was added for"
-            )
         try:
             region = self.component.registrations.region(key, offset, length)
         except BtlError as error:
