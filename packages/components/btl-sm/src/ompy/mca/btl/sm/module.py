@@ -30,6 +30,7 @@ sends fail, the error callbacks hear of it, and later sends raise :class:`BtlPee
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import os
@@ -69,6 +70,8 @@ _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 _LOCK, _UNLOCK = fcntl.LOCK_EX, fcntl.LOCK_UN
 _lockf = fcntl.lockf
+_addressof = ctypes.addressof
+_c_char = ctypes.c_char
 
 
 def _words(view: memoryview) -> memoryview:
@@ -76,8 +79,16 @@ def _words(view: memoryview) -> memoryview:
 
 
 def _address(view: memoryview) -> int:
-    """The address of a contiguous buffer (read-only ones included)."""
-    return int(np.frombuffer(view, dtype=np.uint8).ctypes.data) if len(view) else 0
+    """The address of a contiguous buffer (read-only ones included).
+
+    A writable buffer's address comes from a ctypes view of it (about 0.5 µs); a read-only
+    one, which ctypes refuses, from a numpy view (about 4 µs).
+    """
+    if not len(view):
+        return 0
+    if not view.readonly:
+        return _addressof(_c_char.from_buffer(view))
+    return int(np.frombuffer(view, dtype=np.uint8).ctypes.data)
 
 
 class Ring:
