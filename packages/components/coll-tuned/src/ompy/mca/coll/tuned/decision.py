@@ -8,8 +8,10 @@ that cannot (Rabenseifner with a non-commutative operation, recursive doubling a
 ``coll_tuned_verbose >= 1``.  The rules only read values that are the same on every member of
 the communicator, so all members always pick the same algorithm.
 
-The thresholds were set by measuring on the development machine (2 cores, shared memory):
-see the README for the numbers.
+The thresholds come from ``benchmarks/calibrate.py`` run on the development machine (2 cores,
+shared memory, 2 to 8 ranks, other jobs running): see docs/collectives.md for the table.  Up
+to :data:`MEASURED` ranks the rules follow what was measured; beyond, nothing was measured
+and the rules of the literature (Open MPI's and MPICH's thresholds) stay.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from typing import Final
 from .util import is_pof2
 
 KIB: Final = 1024
+MIB: Final = 1024 * KIB
+#: The largest communicator the calibration measured.
+MEASURED: Final = 8
 
 #: Operation -> the algorithms that can be forced (``auto`` first: the decision rule).
 ALGORITHMS: Final[dict[str, tuple[str, ...]]] = {
@@ -71,47 +76,59 @@ def _barrier(size: int, nbytes: int, commutative: bool) -> str:
 
 
 def _bcast(size: int, nbytes: int, commutative: bool) -> str:
-    if size <= 2 or nbytes < 64 * KIB:
+    if size <= MEASURED or nbytes < 64 * KIB:  # binomial won every measured size
         return "binomial"
-    return "scatter_allgather" if size <= 8 else "pipeline"
+    return "pipeline"
 
 
 def _reduce(size: int, nbytes: int, commutative: bool) -> str:
-    return "binomial" if size <= 2 or nbytes < 256 * KIB else "pipeline"
+    return "binomial" if size <= MEASURED or nbytes < 256 * KIB else "pipeline"
 
 
 def _allreduce(size: int, nbytes: int, commutative: bool) -> str:
     if not commutative or nbytes < 16 * KIB:
         return "recursive_doubling"
-    return "rabenseifner" if is_pof2(size) else "ring"
+    if size > MEASURED:
+        return "rabenseifner" if is_pof2(size) else "ring"
+    if nbytes >= MIB and is_pof2(size):
+        return "rabenseifner"
+    return "recursive_doubling" if size <= 2 else "reduce_bcast"
 
 
 def _allgather(size: int, nbytes: int, commutative: bool) -> str:
+    if is_pof2(size):
+        return "recursive_doubling"
     if nbytes * size < 64 * KIB:
-        return "recursive_doubling" if is_pof2(size) else "bruck"
+        return "bruck"
     return "neighbor_exchange" if size % 2 == 0 else "ring"
 
 
 def _alltoall(size: int, nbytes: int, commutative: bool) -> str:
-    if size >= 8 and nbytes <= 256:
+    if size <= MEASURED:
+        return "linear"
+    if nbytes <= 256:
         return "bruck"
     return "linear" if nbytes * size <= 1024 * KIB else "pairwise"
 
 
 def _alltoallv(size: int, nbytes: int, commutative: bool) -> str:
-    return "linear" if size <= 8 else "pairwise"
+    return "linear" if size <= MEASURED else "pairwise"
 
 
 def _vector_rooted(size: int, nbytes: int, commutative: bool) -> str:
-    return "linear" if size <= 8 else "binomial"
+    return "linear" if size <= MEASURED else "binomial"
 
 
 def _alltoallw(size: int, nbytes: int, commutative: bool) -> str:
-    return "linear" if size <= 8 else "pairwise"
+    return "linear" if size <= MEASURED else "pairwise"
 
 
 def _rooted(size: int, nbytes: int, commutative: bool) -> str:
     return "binomial" if nbytes * size < 64 * KIB else "linear"
+
+
+def _scatter(size: int, nbytes: int, commutative: bool) -> str:
+    return "linear" if size <= MEASURED else _rooted(size, nbytes, commutative)
 
 
 def _reduce_scatter(size: int, nbytes: int, commutative: bool) -> str:
@@ -121,7 +138,7 @@ def _reduce_scatter(size: int, nbytes: int, commutative: bool) -> str:
 
 
 def _scan(size: int, nbytes: int, commutative: bool) -> str:
-    return "linear" if size <= 3 else "recursive_doubling"
+    return "linear" if size <= MEASURED else "recursive_doubling"
 
 
 RULES: Final[dict[str, Rule]] = {
@@ -136,7 +153,7 @@ RULES: Final[dict[str, Rule]] = {
     "alltoallw": _alltoallw,
     "gather": _rooted,
     "gatherv": _vector_rooted,
-    "scatter": _rooted,
+    "scatter": _scatter,
     "scatterv": _vector_rooted,
     "reduce_scatter": _reduce_scatter,
     "reduce_scatter_block": _reduce_scatter,
