@@ -383,7 +383,21 @@ class PointToPoint:
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Send in standard mode."""
-        self._object_send("Comm.send", obj, dest, tag, STANDARD)
+        c = self._c  # _send_args, inlined as in Send
+        if c is None or c.freed:
+            c = self._live("Comm.send")
+        if type(dest) is not int or not 0 <= dest < c.size:
+            dest = dest_rank(dest, c.size, "Comm.send")
+        if type(tag) is not int or not 0 <= tag <= c.tag_ub:
+            tag = send_tag(tag, c.tag_ub, "Comm.send")
+        if dest == PROC_NULL:
+            return
+        request = send_object(c, obj, dest, tag, STANDARD, call="Comm.send")
+        if request is None:
+            return  # it already left
+        if not request.complete:
+            c.engine.wait_for(request)
+        raise_if_failed(request)
 
     def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
         """Send in buffered mode."""
@@ -413,15 +427,23 @@ class PointToPoint:
         status: Status | None = None,
     ) -> Any:
         """Receive (``buf`` is accepted for mpi4py compatibility; the message sizes the buffer)."""
-        c, source, tag = self._recv_args("Comm.recv", source, tag)
+        c = self._c  # _recv_args, inlined as in Recv
+        if c is None or c.freed:
+            c = self._live("Comm.recv")
+        if type(source) is not int or not (0 <= source < c.size or source == ANY_SOURCE):
+            source = source_rank(source, c.size, "Comm.recv")
+        if type(tag) is not int or not (0 <= tag <= c.tag_ub or tag == ANY_TAG):
+            tag = recv_tag(tag, c.tag_ub, "Comm.recv")
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
         request = PickledRecv(c, source, tag)
         if not request.complete:
             c.engine.wait_for(request)
-        fill_status(status, request)
-        raise_if_failed(request)
+        if status is not None:
+            fill_status(status, request)
+        if request.exception is not None:
+            raise request.exception
         return request.result
 
     def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:

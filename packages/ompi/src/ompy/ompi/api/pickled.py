@@ -248,7 +248,8 @@ class PickledRecv:
         self.cancelled = False
         self.result: Any = None
         self._done = False
-        self._data: memoryview | None = None  # the stream's buffer, when this side sized it
+        #: The stream's buffer when this side sized it; the pickle stream once it arrived.
+        self._data: memoryview | None = None
         self._parts: list[Any] = []
         self._buffers: list[bytearray] = []
         self._left = -1  # buffers still to arrive; -1 while the stream has not
@@ -273,7 +274,7 @@ class PickledRecv:
     def complete(self) -> bool:
         if not self._done and not self._left:
             try:
-                stream_view, _, _ = parse_stream(self._data)
+                stream_view = self._data
                 buffers = self._buffers
                 if stream_view is None:  # the stream came first among the buffers
                     stream_view, buffers = buffers[0], buffers[1:]
@@ -302,8 +303,7 @@ class PickledRecv:
             if stream.exception is not None:
                 raise stream.exception
             data = self._data if self._data is not None else stream.view
-            self._data = data
-            _stream_view, channel, sizes = parse_stream(data)
+            self._data, channel, sizes = parse_stream(data)  # keeps the pickle stream only
             self._left = len(sizes)
             pml, comm = self.comm.pml, self.comm
             for size in sizes:

@@ -483,6 +483,14 @@ class SmModule(BtlModule):
         """Deliver what the rings hold, retry queued sends, now and then look at the epoll."""
         if self._busy:
             return 0
+        passes = self._passes = self._passes + 1
+        if not self._asleep and not self._pending and passes & 0x3FF:
+            # The idle pass, kept short (it sets how soon an arrival is seen): the heads only.
+            for inbox in self.inboxes:
+                if inbox.ctl[_C_HEAD] != inbox.counter:
+                    break
+            else:
+                return 0
         self._busy = True
         try:
             events = 0
@@ -494,8 +502,7 @@ class SmModule(BtlModule):
                     events += drain(inbox)
             if self._pending:
                 events += self._flush()
-            self._passes += 1
-            if not self._passes & 0x3FF:
+            if not passes & 0x3FF:
                 events += self._poll_events()
             return events
         finally:
