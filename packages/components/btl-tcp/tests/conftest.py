@@ -29,6 +29,7 @@ class Pair:
         environ.update({f"OMPY_MCA_btl_tcp_{k}": str(v) for k, v in params.items()})
         self.engine = ProgressEngine(spin_count=10)
         self.procs = PROCS
+        self.secret = SECRET
         self.components, self.modules, self.inboxes = [], [], []
         for rank, modex in enumerate(InMemoryModex.group(2)):
             component = TcpComponent(Registry(environ=environ))

@@ -7,9 +7,13 @@ the destination, in order with the other frames of the connection.
 
 from __future__ import annotations
 
+import select
+import socket
+
 import numpy as np
 import pytest
 
+from ompy.mca.btl.tcp import wire
 from ompy.mca.btl.tcp.rdma import split
 from ompy.opal.mca.btl import BtlError, BtlPeerError, MemHandle
 from ompy.opal.mca.btl.base import TAG_USR
@@ -180,3 +184,53 @@ def test_split_covers_the_length_in_weighted_shares_of_at_least_the_minimum():
     assert split(1000, [3, 1], 100) == [(0, 750), (750, 250)]
     assert split(250, [1, 1, 1], 100) == [(0, 125), (125, 125)]
     assert split(7, [0, 0], 1) == [(0, 3), (3, 4)]
+
+
+def receive(pair, sock: socket.socket, size: int) -> bytes:
+    """Read ``size`` bytes from a raw socket while the pair's modules progress (one thread)."""
+    data = b""
+    while len(data) < size:
+        ready = pair.engine.wait_until(lambda: select.select([sock], [], [], 0)[0], timeout=10)
+        assert ready, f"the module sent only {len(data)} of {size} bytes"
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+BAD_FRAMES = {
+    "unknown kind": (wire.FRAME.pack(0, 99, 0), "unknown kind 99"),
+    "short GET": (wire.FRAME.pack(4, wire.KIND_GET, 0) + bytes(4), "with only 4 bytes"),
+    "GET before add_procs": (
+        wire.FRAME.pack(wire.GET_REQUEST.size, wire.KIND_GET, 0)
+        + wire.GET_REQUEST.pack(1, 1, 0, 1),
+        "before this process added it as a peer",
+    ),
+    "reply to no get": (
+        wire.FRAME.pack(wire.GET_REPLY.size + 3, wire.KIND_GET_REPLY, 0)
+        + wire.GET_REPLY.pack(42, 0)
+        + b"abc",
+        "for get 42, which is not in flight",
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_FRAMES), ids=list(BAD_FRAMES))
+def test_a_malformed_get_frame_closes_the_connection_with_a_protocol_error(pair, bad):
+    (zero,), _ = pair.modules
+    errors = []
+    zero.register_error(lambda module, peer, error: errors.append(error))
+    frame, reason = BAD_FRAMES[bad]
+    with socket.create_connection(("127.0.0.1", zero.port), timeout=10) as sock:
+        hello = wire.HELLO.pack(wire.MAGIC, bytes(16), 1, 0)
+        sock.sendall(hello)
+        challenge = receive(pair, sock, wire.CHALLENGE_SIZE)
+        sock.sendall(wire.mac(pair.secret, b"connector", hello, challenge))
+        assert receive(pair, sock, wire.VERDICT.size) == wire.VERDICT.pack(wire.VERDICT_ACCEPT)
+        assert zero.unclaimed, "a verified connection waits for add_procs to name its peer"
+        sock.sendall(frame)
+        assert pair.engine.wait_until(lambda: errors, timeout=TIMEOUT)
+        assert isinstance(errors[0], BtlPeerError) and reason in str(errors[0]), errors
+        assert receive(pair, sock, 16) == b"", "the module must close the connection"
+    assert not zero.unclaimed and not zero.connections
