@@ -51,9 +51,11 @@ def bcast(c: Communicator, obj: Any, root: int) -> Any:
         obj = _copy(obj)
     mask >>= 1
     sends = []
+    messages: list[memoryview] = []
     while mask > 0:
         if relative + mask < size:
-            sends.append(_send(c, obj, (rank + mask) % size, tag))
+            messages = messages or _serialize(obj)  # pickled once for every child
+            sends.append(_Outgoing(c, messages, (rank + mask) % size, tag))
         mask >>= 1
     _wait(c, sends)
     return obj
@@ -179,37 +181,39 @@ _LENGTHS = struct.Struct("<BQI")  # kind, stream length, number of out-of-band b
 _SIZE = struct.Struct("<Q")
 
 
+def _serialize(obj: Any) -> list[memoryview]:
+    """The messages of ``obj``: one for a small pickle, else lengths, stream and buffers."""
+    buffers: list[memoryview] = []
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        try:
+            raw = buffer.raw()
+        except BufferError:  # not contiguous: stays in the stream
+            return True
+        if raw.nbytes < OOB_THRESHOLD:
+            return True
+        buffers.append(raw)
+        return False
+
+    stream = pickle.dumps(obj, _PROTOCOL, buffer_callback=out_of_band)
+    if not buffers and len(stream) < EAGER:
+        return [memoryview(b"%c%b" % (_SMALL, stream))]
+    header = bytearray(_LENGTHS.pack(_LARGE, len(stream), len(buffers)))
+    for buffer in buffers:
+        header += _SIZE.pack(buffer.nbytes)
+    if len(header) > EAGER:  # too many buffers to announce in one message: all in-band
+        stream, buffers = pickle.dumps(obj, _PROTOCOL), []
+        header = bytearray(_LENGTHS.pack(_LARGE, len(stream), 0))
+    return [memoryview(header), memoryview(stream), *buffers]
+
+
 class _Outgoing:
-    """An object on its way to one peer: its messages' send requests (and their memory)."""
+    """An object on its way to one peer: the send requests of its messages (which keep them)."""
 
     __slots__ = ("requests",)
 
-    def __init__(self, c: Communicator, obj: Any, dest: int, tag: int) -> None:
-        buffers: list[memoryview] = []
-
-        def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-            try:
-                raw = buffer.raw()
-            except BufferError:  # not contiguous: stays in the stream
-                return True
-            if raw.nbytes < OOB_THRESHOLD:
-                return True
-            buffers.append(raw)
-            return False
-
-        stream = pickle.dumps(obj, _PROTOCOL, buffer_callback=out_of_band)
-        if not buffers and len(stream) < EAGER:
-            message = memoryview(b"%c%b" % (_SMALL, stream))
-            self.requests = [send(c, message, dest, tag)]
-            return
-        header = bytearray(_LENGTHS.pack(_LARGE, len(stream), len(buffers)))
-        for buffer in buffers:
-            header += _SIZE.pack(buffer.nbytes)
-        if len(header) > EAGER:  # too many buffers to announce in one message: all in-band
-            stream, buffers = pickle.dumps(obj, _PROTOCOL), []
-            header = bytearray(_LENGTHS.pack(_LARGE, len(stream), 0))
-        views = [memoryview(header), memoryview(stream), *buffers]
-        self.requests = [send(c, view, dest, tag) for view in views]
+    def __init__(self, c: Communicator, messages: list[memoryview], dest: int, tag: int) -> None:
+        self.requests = [send(c, message, dest, tag) for message in messages]
 
     @property
     def complete(self) -> bool:
@@ -249,7 +253,7 @@ class _Incoming:
 
 
 def _send(c: Communicator, obj: Any, dest: int, tag: int) -> _Outgoing:
-    return _Outgoing(c, obj, dest, tag)
+    return _Outgoing(c, _serialize(obj), dest, tag)
 
 
 def _receive(c: Communicator, source: int, tag: int) -> Any:
