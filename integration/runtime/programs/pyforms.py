@@ -12,7 +12,7 @@ import sys
 
 def _parent_is_fork_server():
     with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
-        return b"ompy.mca.plm.local.zygote" in cmdline.read()
+        return b"ompy.orte.launcher.forkserver.zygote" in cmdline.read()
 
 
 report = {

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ompy.mca.plm.local.forkserver import ForkedRank
 from ompy.mca.plm.local.launcher import LocalLauncher, LocalRank
+from ompy.orte.launcher.forkserver.ranks import ForkedRank
 
 from .conftest import marked_processes, python, read_line, wait_exit
 

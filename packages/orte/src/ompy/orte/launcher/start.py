@@ -48,6 +48,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
     from ompy.orte.mca.iof.base import select_iof
     from ompy.orte.mca.plm.base import select_plm
 
+    from .forkserver.early import discard_early
     from .runner import JobRunner, rank_base_environment
     from .session import new_jobid
 
@@ -62,6 +63,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
         plm.check_nodes(plan.allocation.nodes)
         # As early as possible: a helper the plm starts here works while the launcher sets up.
         plm.prepare(plan.app.argv, rank_base_environment(plan.app.env), plan.app.cwd)
+        discard_early()  # a fork server started on a guess that the plm did not take
         errmgr_fw, errmgr = select_errmgr(registry)
         opened.append(errmgr_fw)
         jobid = new_jobid()
@@ -86,6 +88,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
         )
         return runner.run()
     finally:
+        discard_early()
         if plm is not None:
             plm.finish()
         for framework in reversed(opened):

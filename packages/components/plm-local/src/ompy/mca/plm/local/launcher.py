@@ -20,15 +20,18 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ompy.orte.control.environment import ALL_VARIABLES as IDENTITY_VARIABLES
 from ompy.orte.launcher.errors import LaunchError
+from ompy.orte.launcher.forkserver.client import (
+    ForkServerClient,
+    ForkServerUnavailableError,
+    environment_fits,
+)
+from ompy.orte.launcher.forkserver.deathsig import load_prctl, preexec_die_with_parent
+from ompy.orte.launcher.forkserver.early import take_early
+from ompy.orte.launcher.forkserver.pycommand import classify
 from ompy.orte.launcher.hosts import is_local_host
 from ompy.orte.launcher.job import Node, Placement
 from ompy.orte.mca.plm import PlmModule, RankProcess, Stdio
-
-from .deathsig import load_prctl, preexec_die_with_parent
-from .forkserver import ForkServerClient, ForkServerUnavailableError
-from .pycommand import classify
 
 
 def _launch_error(rank: int, argv: Sequence[str], cwd: Path, error: OSError) -> LaunchError:
@@ -95,9 +98,9 @@ class LocalLauncher(PlmModule):
     """The plm module of the ``local`` component.
 
     With ``fork_server`` on, a job whose program is this interpreter in a plain form (see
-    :mod:`.pycommand`) gets a fork server in :meth:`prepare`, and its ranks are forked from
-    there; every other rank, and every rank after the server failed, is started with
-    fork/exec.
+    :mod:`ompy.orte.launcher.forkserver.pycommand`) gets a fork server in :meth:`prepare` (the
+    one the executable started on a guess, if it fits), and its ranks are forked from there;
+    every other rank, and every rank after the server failed, is started with fork/exec.
     """
 
     def __init__(self, fork_server: bool = True) -> None:
@@ -117,10 +120,13 @@ class LocalLauncher(PlmModule):
         command = classify(argv, cwd)
         if command is None:
             return
-        try:
-            self._server = ForkServerClient(command, env, cwd, self._prctl)
-        except OSError:
-            return  # cannot even start it: the ranks are executed, which reports any problem
+        # The executable may have started it already, guessing from the command line.
+        self._server = take_early(command, env, cwd)
+        if self._server is None:
+            try:
+                self._server = ForkServerClient(command, env, cwd, self._prctl)
+            except OSError:
+                return  # cannot even start it: the ranks are executed, which reports problems
         self._server_argv = tuple(argv)
 
     def finish(self) -> None:
@@ -171,9 +177,8 @@ class LocalLauncher(PlmModule):
     def _fits(
         self, server: ForkServerClient, argv: Sequence[str], env: Mapping[str, str], cwd: Path
     ) -> bool:
-        """Whether the server runs exactly this rank: same program and directory, and the same
-        environment but for the rank's identity (the interpreter read it at start-up)."""
+        """Whether the server runs exactly this rank: same program and directory, and the
+        same environment as far as the server's interpreter read it at start-up."""
         if tuple(argv) != self._server_argv or cwd != server.cwd:
             return False
-        common = {name: value for name, value in env.items() if name not in IDENTITY_VARIABLES}
-        return common == server.env
+        return environment_fits(server.env, env)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ompy.mca.plm.local.pycommand import PythonCommand, classify, is_this_interpreter
+from ompy.orte.launcher.forkserver.pycommand import PythonCommand, classify, is_this_interpreter
 
 PY = sys.executable
 

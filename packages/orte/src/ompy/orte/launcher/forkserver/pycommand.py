@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import namedtuple
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
-
-import attrs
 
 #: Single-letter options without an argument that may be combined (``-uB``).
 _PLAIN_OPTIONS = frozenset("bBdEIOPqsu")
@@ -33,20 +31,25 @@ _X_OPTIONS = frozenset(
     {"dev", "utf8", "utf8=0", "utf8=1", "warn_default_encoding", "faulthandler", "no_debug_ranges"}
 )
 
-Kind = Literal["code", "module", "script"]
 
+class PythonCommand(
+    namedtuple("PythonCommand", ["executable", "options", "kind", "target", "args"])
+):
+    """A rank command line that runs this interpreter on code, a module or a script.
 
-@attrs.frozen
-class PythonCommand:
-    """A rank command line that runs this interpreter on code, a module or a script."""
+    * ``executable``: the interpreter, as given;
+    * ``options``: interpreter options before the program, as given (the fork server starts
+      with them);
+    * ``kind``: ``"code"`` (``-c``), ``"module"`` (``-m``) or ``"script"``;
+    * ``target``: the code, the module name or the script path as given;
+    * ``args``: the program's arguments.
 
-    executable: str
-    #: Interpreter options before the program, as given (the fork server starts with them).
-    options: tuple[str, ...]
-    kind: Kind
-    #: The code (``-c``), the module name (``-m``) or the script path as given.
-    target: str
-    args: tuple[str, ...]
+    A named tuple rather than an attrs class: the ``ompy`` executable imports this module
+    before anything else (see :mod:`.early`), and importing attrs would delay the fork
+    server's start by tens of milliseconds.
+    """
+
+    __slots__ = ()
 
     def sys_argv(self) -> list[str]:
         """``sys.argv`` as the interpreter sets it before running the program.
@@ -98,7 +101,7 @@ def classify(argv: Sequence[str], cwd: Path) -> PythonCommand | None:
         if word in ("-c", "-m"):
             if index + 1 >= len(argv):
                 return None
-            kind: Kind = "code" if word == "-c" else "module"
+            kind = "code" if word == "-c" else "module"
             target = argv[index + 1]
             if kind == "module" and not target:
                 return None

@@ -12,64 +12,53 @@ the kernel has then killed the rank with SIGKILL, which is what the launcher rep
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-
-from ompy.orte.mca.plm import RankProcess, Stdio
+from typing import TYPE_CHECKING
 
 from . import wire
 from .deathsig import Prctl, preexec_die_with_parent
 from .pycommand import PythonCommand
+
+if TYPE_CHECKING:
+    from ompy.orte.mca.plm import Stdio
+
+    from .ranks import ForkedRank
 
 #: How long the first rank waits for the server's preloading before the job falls back to
 #: fork/exec (a preload entry that hangs must not hang the job).
 READY_TIMEOUT = 60.0
 #: How long the server may take to exit once the launcher hangs up.
 EXIT_TIMEOUT = 5.0
-_BOOT = "from ompy.mca.plm.local.zygote import main; main()"
+MCA_PREFIX = "OMPY_MCA_"
+_BOOT = "from ompy.orte.launcher.forkserver.zygote import main; main()"
 
 
 class ForkServerUnavailableError(Exception):
     """The server died or did not get ready: start ranks with fork/exec instead."""
 
 
-class ForkedRank(RankProcess):
-    """A rank forked by the server; its exit status arrives through its status pipe."""
+def environment_fits(server_env: Mapping[str, str], rank_env: Mapping[str, str]) -> bool:
+    """Whether a server started with ``server_env`` can fork a rank that needs ``rank_env``.
 
-    def __init__(self, rank: int, pid: int, status_fd: int) -> None:
-        self.rank = rank
-        self.pid = pid
-        self._status_fd: int | None = status_fd
-        self._returncode: int | None = None
+    The child gets ``rank_env`` in full; what must agree is what the server's interpreter
+    and its preloaded modules read at start-up.  So the rank's identity variables and the MCA
+    parameters (``OMPY_MCA_*``, read when frameworks open, never at import: the preload
+    contract) may differ; every other variable must be equal.
+    """
+    from ompy.orte.control.environment import ALL_VARIABLES
 
-    def exit_fd(self) -> int | None:
-        return self._status_fd
+    def common(env: Mapping[str, str]) -> dict[str, str]:
+        return {
+            name: value
+            for name, value in env.items()
+            if name not in ALL_VARIABLES and not name.startswith(MCA_PREFIX)
+        }
 
-    def poll(self) -> int | None:
-        if self._returncode is None and self._status_fd is not None:
-            try:
-                data = os.read(self._status_fd, wire.STATUS.size)
-            except BlockingIOError:
-                return None
-            if len(data) == wire.STATUS.size:
-                (self._returncode,) = wire.STATUS.unpack(data)
-            else:  # the server died without reporting: its death signal killed the rank
-                self._returncode = -signal.SIGKILL
-        return self._returncode
-
-    def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signum)
-
-    def release(self) -> None:
-        if self._status_fd is not None:
-            os.close(self._status_fd)
-            self._status_fd = None
+    return common(server_env) == common(rank_env)
 
 
 class ForkServerClient:
@@ -134,6 +123,8 @@ class ForkServerClient:
                 f"the fork server could not start rank {rank}: {value}"
             )
         os.set_blocking(status_r, False)
+        from .ranks import ForkedRank  # the plm interface: loaded when a rank is forked
+
         return ForkedRank(rank, value, status_r)
 
     @staticmethod

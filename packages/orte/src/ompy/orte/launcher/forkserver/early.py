@@ -1,0 +1,174 @@
+"""Starting the fork server at the launcher's first instruction, before its own imports.
+
+The launcher needs about 200 ms (click, stevedore, the MCA core, planning, framework
+selection) before its plm component decides how to start ranks; the fork server needs about
+half a second to import what the ranks need.  Both are mostly imports, so on a machine with
+two cores they can run side by side: the ``ompy`` executable (:mod:`ompy.orte.cli.entry`)
+calls :func:`start_early` first.  It reads ``ompy run``'s command line with a small scanner
+of its own (click is not imported yet) and, if the program qualifies, starts the server.
+
+This is a guess made before anything is checked: the plm component later adopts the server
+with :func:`take_early` only if it runs exactly the job's interpreter, options, program,
+working directory and environment, and :func:`discard_early` ends it otherwise.  A wrong
+guess costs the machine some CPU, never correctness.  Anything the scanner does not
+understand means no guess.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .client import ForkServerClient, environment_fits
+from .pycommand import PythonCommand, classify
+
+#: ``ompy run`` options that take one value, and those that take none (see ``cli/run.py``;
+#: a test keeps these tables equal to the click command's).
+VALUE_OPTIONS = frozenset(
+    {
+        "-n",
+        "-np",
+        "--np",
+        "--host",
+        "--hostfile",
+        "--map-by",
+        "-x",
+        "--output-filename",
+        "--wdir",
+        "--timeout",
+    }
+)
+FLAG_OPTIONS = frozenset(
+    {
+        "--oversubscribe",
+        "--no-oversubscribe",
+        "--tag-output",
+        "--timestamp-output",
+        "-q",
+        "--quiet",
+        "--verbose",
+    }
+)
+PAIR_OPTIONS = frozenset({"--mca"})
+#: The plm parameter that turns the fork server off; an explicit "off" means no guess.
+SWITCH = "plm_local_fork_server"
+_OFF = frozenset({"0", "false", "no", "off"})
+
+_early: ForkServerClient | None = None
+
+
+class Guess:
+    """What the scanner read: the program's argv, working directory and environment."""
+
+    def __init__(self, argv: tuple[str, ...], cwd: Path, env: dict[str, str]) -> None:
+        self.argv = argv
+        self.cwd = cwd
+        self.env = env
+
+
+def scan_run(words: Sequence[str], environ: Mapping[str, str]) -> Guess | None:
+    """Read ``ompy run WORDS``; ``None`` for anything that is not a plain, valid-looking run."""
+    exports: list[str] = []
+    wdir: str | None = None
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            index += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name, equals, attached = word.partition("=")
+        if word in FLAG_OPTIONS:
+            index += 1
+            continue
+        if word in PAIR_OPTIONS:
+            if index + 2 >= len(words):
+                return None
+            parameter, value = words[index + 1], words[index + 2]
+            if parameter == SWITCH and value.lower() in _OFF:
+                return None
+            index += 3
+            continue
+        if word in VALUE_OPTIONS:
+            if index + 1 >= len(words):
+                return None
+            option, value, index = word, words[index + 1], index + 2
+        elif equals and name.startswith("--") and name in VALUE_OPTIONS:
+            option, value, index = name, attached, index + 1
+        elif word[:2] in ("-n", "-x") and len(word) > 2:
+            option, value, index = word[:2], word[2:], index + 1
+        else:
+            return None
+        if option == "-x":
+            exports.append(value)
+        elif option == "--wdir":
+            wdir = value
+    program = tuple(words[index:])
+    if not program or str(environ.get(f"OMPY_MCA_{SWITCH}", "")).lower() in _OFF:
+        return None
+    env = {k: v for k, v in environ.items() if k != "OMPY_MCA_CLI_NAMES"}
+    for item in exports:
+        variable, sep, value = item.partition("=")
+        if not sep:
+            if variable not in environ:
+                return None
+            value = environ[variable]
+        env[variable] = value
+    cwd = Path(wdir).expanduser().resolve() if wdir is not None else Path.cwd()
+    if not cwd.is_dir():
+        return None
+    from ompy.orte.launcher.errors import LaunchError
+    from ompy.orte.launcher.program import resolve_program
+
+    try:
+        argv = resolve_program(program, cwd, env)
+    except LaunchError:
+        return None
+    return Guess(argv, cwd, env)
+
+
+def start_early(arguments: Sequence[str], environ: Mapping[str, str] | None = None) -> None:
+    """Start the fork server if ``ompy ARGUMENTS`` is a run of a qualifying Python program.
+
+    Never raises: a failure here only means the launcher starts the server later, or not.
+    """
+    global _early
+    if _early is not None or not arguments or arguments[0] != "run":
+        return
+    try:
+        guess = scan_run(arguments[1:], os.environ if environ is None else environ)
+        command = classify(guess.argv, guess.cwd) if guess is not None else None
+        if guess is None or command is None:
+            return
+        from .deathsig import load_prctl
+
+        _early = ForkServerClient(command, guess.env, guess.cwd, load_prctl())
+    except Exception:
+        _early = None
+
+
+def take_early(
+    command: PythonCommand, env: Mapping[str, str], cwd: Path
+) -> ForkServerClient | None:
+    """The early server if it runs exactly this job (then it is the caller's); else ``None``.
+
+    A server that does not fit is ended here.
+    """
+    global _early
+    server, _early = _early, None
+    if server is None:
+        return None
+    if server.command == command and server.cwd == cwd and environment_fits(server.env, env):
+        return server
+    server.close()
+    return None
+
+
+def discard_early() -> None:
+    """End the early server unless a plm component took it (the job does not use it)."""
+    global _early
+    server, _early = _early, None
+    if server is not None:
+        server.close()

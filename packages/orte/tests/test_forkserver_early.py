@@ -1,0 +1,144 @@
+"""The early guess of the ``ompy`` executable: its scanner reads ``ompy run`` as click does,
+and a server started on a guess is used only when it fits the planned job exactly."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from ompy.orte.cli.run import run
+from ompy.orte.launcher.forkserver import early
+from ompy.orte.launcher.forkserver.client import environment_fits
+from ompy.orte.launcher.forkserver.pycommand import classify
+from ompy.orte.launcher.plan import RunOptions, plan_job
+from ompy.orte.launcher.report import Reporter
+from ompy.orte.launcher.runner import rank_base_environment
+from ompy.orte.launcher.start import launcher_registry, mca_overrides
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_the_scanner_knows_every_option_of_ompy_run():
+    value, flag, pair = set(), set(), set()
+    for param in run.params:
+        if not isinstance(param, click.Option) or param.name == "help":
+            continue
+        names = {*param.opts, *param.secondary_opts}
+        if param.is_flag:
+            flag |= names
+        elif param.nargs == 2:
+            pair |= names
+        else:
+            value |= names
+    assert value == early.VALUE_OPTIONS
+    assert flag == early.FLAG_OPTIONS
+    assert pair == early.PAIR_OPTIONS
+
+
+def planned(words: list[str], monkeypatch, cwd: Path):
+    """What ``ompy run WORDS`` plans, through click's own parsing."""
+    monkeypatch.chdir(cwd)
+    context = run.make_context("run", list(words))
+    options = RunOptions(**context.params)
+    registry = launcher_registry(mca_overrides(options.mca))
+    return plan_job(options, registry, Reporter(quiet=True))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["-n", "2", "python", "-c", "pass", "arg"],
+        ["-n2", "--oversubscribe", "python", "-u", "-m", "json.tool"],
+        ["--np=3", "-q", "--tag-output", "-x", "EXTRA=1", "-xHOME", "python", "-c", "pass"],
+        ["-n", "1", "--mca", "btl", "self", "--wdir", "sub", "app.py", "--flag"],
+        ["-np", "2", "--timeout", "5", "--map-by", "node", "--", "python", "app.py"],
+    ],
+)
+def test_the_guess_is_what_the_launcher_plans(words, monkeypatch, tmp_path):
+    (tmp_path / "app.py").write_text("pass\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "app.py").write_text("pass\n")
+    plan = planned(words, monkeypatch, tmp_path)
+    guess = early.scan_run(words, os.environ)
+    assert guess is not None
+    assert guess.argv == plan.app.argv
+    assert guess.cwd == plan.app.cwd
+    assert environment_fits(guess.env, rank_base_environment(plan.app.env))
+    assert classify(guess.argv, guess.cwd) is not None
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [],
+        ["-n", "2"],  # no program
+        ["--unknown", "python", "-c", "pass"],
+        ["-n"],
+        ["--mca", "btl"],
+        ["--mca", "plm_local_fork_server", "0", "python", "-c", "pass"],
+        ["-x", "SURELY_NOT_SET_ANYWHERE", "python", "-c", "pass"],
+        ["--wdir", "/no/such/directory", "python", "-c", "pass"],
+        ["-n", "2", "no-such-program-anywhere"],
+        ["-h"],
+    ],
+)
+def test_no_guess_for_what_the_scanner_does_not_understand(words):
+    assert early.scan_run(words, os.environ) is None
+
+
+def test_no_guess_when_the_environment_turns_the_fork_server_off():
+    environ = {**os.environ, "OMPY_MCA_plm_local_fork_server": "false"}
+    assert early.scan_run(["python", "-c", "pass"], environ) is None
+
+
+def _start(words: list[str]) -> early.ForkServerClient:
+    early.start_early(["run", *words])
+    server = early._early
+    assert server is not None
+    return server
+
+
+def test_a_fitting_early_server_is_taken_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    server = _start(["-n", "1", "python", "-c", "pass"])
+    try:
+        command = classify([sys.executable, "-c", "pass"], tmp_path)
+        env = {k: v for k, v in os.environ.items() if k != "OMPY_MCA_CLI_NAMES"}
+        env["OMPY_MCA_btl"] = "self"  # MCA values are read when frameworks open: they may differ
+        assert early.take_early(command, env, tmp_path) is server
+        assert early.take_early(command, env, tmp_path) is None
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("change", ["program", "cwd", "env"])
+def test_an_early_server_that_does_not_fit_is_ended(tmp_path, monkeypatch, change):
+    monkeypatch.chdir(tmp_path)
+    server = _start(["-n", "1", "python", "-c", "pass"])
+    process = server._process
+    code = "print()" if change == "program" else "pass"
+    cwd = Path("/") if change == "cwd" else tmp_path
+    env = {k: v for k, v in os.environ.items() if k != "OMPY_MCA_CLI_NAMES"}
+    if change == "env":
+        env["PYTHONWARNINGS"] = "error"
+    command = classify([sys.executable, "-c", code], cwd)
+    assert early.take_early(command, env, cwd) is None
+    assert process.poll() is not None  # ended and reaped
+
+
+def test_discarding_ends_an_untaken_server(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    process = _start(["-n", "1", "python", "-c", "pass"])._process
+    early.discard_early()
+    assert process.poll() is not None
+    early.discard_early()  # nothing left: nothing to do
+
+
+def test_other_subcommands_start_nothing():
+    early.start_early(["info"])
+    early.start_early([])
+    assert early._early is None
