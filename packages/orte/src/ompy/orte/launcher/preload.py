@@ -45,6 +45,8 @@ def run_preloads() -> list[str]:
 
 def preload() -> None:
     """orte's own entry: what a launched rank imports to start its run-time (not start it)."""
+    import encodings.idna  # noqa: F401 - socket encodes the launcher's host name with it
+
     import ompy.orte.control.client
     import ompy.orte.runtime  # noqa: F401
     from ompy.opal.mca.discovery import list_candidates, load_components
