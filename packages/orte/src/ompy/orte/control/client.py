@@ -22,6 +22,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import Any
 
 from . import auth, protocol, wire
@@ -30,13 +31,23 @@ from .errors import AuthenticationError, ConnectionLostError, ControlError
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
 
+#: Frames of the fork server (see :mod:`ompy.orte.launcher.forkserver`) that forked this rank.
+_FORK_SERVER_DIR = str(Path(__file__).resolve().parent.parent / "launcher" / "forkserver")
+
+
 def format_all_stacks() -> str:
-    """The current Python stack of every thread of this process, most recent call last."""
+    """The current Python stack of every thread of this process, most recent call last.
+
+    A rank forked by the fork server runs its program below the server's own frames; those
+    are left out, so the stack starts at the program as it does in an executed rank.
+    """
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     parts = []
     for ident, frame in sys._current_frames().items():
         parts.append(f'Thread "{names.get(ident, "?")}" ({ident}):\n')
-        parts.extend(traceback.format_stack(frame))
+        stack = traceback.extract_stack(frame)
+        server = [i for i, entry in enumerate(stack) if entry.filename.startswith(_FORK_SERVER_DIR)]
+        parts.extend(traceback.format_list(stack[server[-1] + 1 :] if server else stack))
     return "".join(parts)
 
 
