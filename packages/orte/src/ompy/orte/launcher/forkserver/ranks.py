@@ -36,8 +36,20 @@ class ForkedRank(RankProcess):
         return self._returncode
 
     def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        """Signal the rank's process group; just the rank while it has no group yet.
+
+        The server reports a rank as soon as it is forked; its first act is to lead a new
+        session, and until then the only process that could receive the signal is the rank
+        itself (it has started nothing yet).
+        """
+        try:
             os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if self._returncode is None:
+                    os.kill(self.pid, signum)
+        except PermissionError:
+            pass
 
     def release(self) -> None:
         if self._status_fd is not None:

@@ -81,34 +81,28 @@ class ForkServer:
         for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
             if stream is not None:
                 stream.flush()
-        # The child closes its end of this pipe once it leads its own session: the launcher
-        # signals a rank's process group, which must exist when the pid is reported.
-        session_r, session_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as error:
-            for fd in (*fds, session_r, session_w):
+            for fd in fds:
                 os.close(fd)
             wire.send(self.connection, ("error", f"fork failed: {error}"))
             return
         if pid == 0:
-            os.close(session_r)
-            self._become_rank(body, (stdin, stdout, stderr), status, session_w)
-        os.close(session_w)
-        os.read(session_r, 1)  # end of file: the child has its session (or has died)
-        os.close(session_r)
+            self._become_rank(body, (stdin, stdout, stderr), status)
+        # Reported at once, before the child has its own session: the launcher's signals
+        # fall back to the pid while the process group does not exist yet (see ranks.py).
         for fd in (stdin, stdout, stderr):
             os.close(fd)
         self.children[pid] = status
         wire.send(self.connection, ("spawned", pid))
 
     def _become_rank(
-        self, body: dict[str, Any], stdio: tuple[int, int, int], status: int, session_w: int
+        self, body: dict[str, Any], stdio: tuple[int, int, int], status: int
     ) -> NoReturn:
         stdin, stdout, stderr = stdio
         try:
             os.setsid()
-            os.close(session_w)
             die_with_parent(self.pid, self.prctl)
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -151,8 +145,13 @@ class ForkServer:
 
     def _kill_children(self) -> None:
         for pid in list(self.children):
-            with _suppress_all():
+            try:
                 os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:  # not yet the leader of its session: only itself
+                with _suppress_all():
+                    os.kill(pid, signal.SIGKILL)
+            except PermissionError:
+                pass
         while self.children:
             try:
                 pid, _ = os.waitpid(-1, 0)
