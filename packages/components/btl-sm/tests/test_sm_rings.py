@@ -145,6 +145,19 @@ def test_get_and_put_copy_through_cross_memory_attach(make_ranks):
         owner.deregister_mem(handle)
 
 
+def test_read_only_and_offset_regions_are_addressed_exactly(make_ranks):
+    ranks = make_ranks(2)
+    owner, reader = ranks.modules
+    frozen = b"0123456789abcdef"  # bytes: read-only (a pickled stream), addressed another way
+    sliced = memoryview(bytearray(b"xxxyyyzzz"))[3:]  # writable, starting inside its object
+    for region, want in ((memoryview(frozen)[4:], b"456789"), (sliced, b"yyyzzz")):
+        handle = owner.register_mem(region)
+        local = bytearray(6)
+        reader.get(ranks.endpoints[1][0], memoryview(local), handle, 0)
+        assert local == want
+        owner.deregister_mem(handle)
+
+
 def test_without_cma_there_is_no_get_or_put(make_ranks):
     ranks = make_ranks(2, btl_sm_use_cma="no")
     module = ranks.modules[0]

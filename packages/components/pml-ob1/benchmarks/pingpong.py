@@ -1,7 +1,8 @@
-"""Ping-pong through the ob1 PML: latency and bandwidth over btl/self and btl/tcp.
+"""Ping-pong through the ob1 PML: latency and bandwidth over btl/self, btl/sm and btl/tcp.
 
     python pingpong.py self            # one process sends to itself (isend + irecv + wait)
     python pingpong.py tcp [--links N] # two processes on loopback, started by this script
+    python pingpong.py sm              # two processes over shared memory, started by this script
 
 Prints one line per message size: half the round-trip time in microseconds and the bandwidth
 in MB/s.  Uses the PML exactly as the MPI layer does (PmlContext, pml selection, add_procs,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,12 +44,16 @@ class Comm:
 
 
 def setup(rank: int, size: int, directory: str, btl: str, params: dict):
-    environ = {"OMPY_MCA_btl": btl, "OMPY_MCA_btl_tcp_if_include": "lo"}
+    environ = {
+        "OMPY_MCA_btl": btl,
+        "OMPY_MCA_btl_tcp_if_include": "lo",
+        "OMPY_MCA_btl_sm_ring_count": str(size),
+    }
     environ.update({f"OMPY_MCA_{k}": str(v) for k, v in params.items()})
     registry = Registry(environ=environ, files=[])
     engine = ProgressEngine(spin_count=10_000)
     modex = DirectoryModex(directory, rank, size)
-    procs = [Proc("bench", r) for r in range(size)]
+    procs = [Proc(f"bench{os.getppid()}", r, local_rank=r) for r in range(size)]
     context = PmlContext(
         procs[rank], procs, BtlContext(procs[rank], modex, b"b" * 32, engine), registry
     )
@@ -107,7 +113,7 @@ def report(title: str, results) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("transport", choices=["self", "tcp"])
+    parser.add_argument("transport", choices=["self", "sm", "tcp"])
     parser.add_argument("--links", type=int, default=1, help="btl_tcp_links (tcp only)")
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
@@ -118,8 +124,9 @@ def main() -> None:
             results = run_rank(0, 1, directory, "self", params)
         report("ob1 over btl/self (isend + irecv to oneself)", results)
         return
+    btls = "self,sm" if args.transport == "sm" else "self,tcp"
     if args.rank is not None:
-        run_rank(args.rank, 2, args.dir, "self,tcp", params)
+        run_rank(args.rank, 2, args.dir, btls, params)
         return
     with tempfile.TemporaryDirectory() as directory:
         ranks = [
@@ -127,7 +134,7 @@ def main() -> None:
                 [
                     sys.executable,
                     __file__,
-                    "tcp",
+                    args.transport,
                     "--links",
                     str(args.links),
                     "--rank",
@@ -143,9 +150,12 @@ def main() -> None:
         outputs = [process.communicate(timeout=600)[0] for process in ranks]
     if any(process.returncode for process in ranks):
         sys.exit("a benchmark rank failed")
-    report(
-        f"ob1 over btl/tcp loopback, {args.links} link(s), half round trip", json.loads(outputs[0])
+    title = (
+        "ob1 over btl/sm, half round trip"
+        if args.transport == "sm"
+        else f"ob1 over btl/tcp loopback, {args.links} link(s), half round trip"
     )
+    report(title, json.loads(outputs[0]))
 
 
 if __name__ == "__main__":
