@@ -66,7 +66,8 @@ def test_oneself_is_reached_only_through_self_and_peers_through_tcp(ranks):
     assert (names(me.eager), names(me.send), names(me.rdma)) == (["self"], ["self"], ["self"])
     assert me.rdma_get is not None and me.rdma_get.module.name == "self"
     assert names(peer.eager) == names(peer.send) == ["tcp:lo:0", "tcp:lo:1"]
-    assert peer.rdma == [] and peer.rdma_get is None
+    assert names(peer.rdma) == ["tcp:lo:0", "tcp:lo:1"], "tcp offers get: its modules are rdma too"
+    assert peer.rdma_get is peer.rdma[0]
     assert [btl.weight for btl in peer.send] == [0.5, 0.5]
     assert bml.endpoint(PROCS[1]) is peer
     assert bml.add_procs([PROCS[1]]) == [peer], "adding a peer again gives the same endpoint"
