@@ -14,7 +14,7 @@ from .launcher import LocalLauncher
 
 
 class LocalPlmComponent(PlmComponent):
-    """Starts ranks as children of ``ompy run``.
+    """Starts ranks on this host: fork/exec, or forked by the job's fork server.
 
     It offers for every job, so that when the allocation names other hosts the user gets its
     clear error (which hosts cannot be reached) rather than "no plm component can run".
@@ -22,7 +22,10 @@ class LocalPlmComponent(PlmComponent):
 
     name = "local"
     version = __version__
-    description = "fork/exec the ranks on this host, each in its own session"
+    description = (
+        "start the ranks on this host, each in its own session (Python programs: forked from "
+        "a preloaded fork server)"
+    )
     default_priority = 10
 
     def register_params(self) -> None:
