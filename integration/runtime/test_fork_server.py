@@ -13,12 +13,13 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from ..conftest import marked_pids
+from ..conftest import OMPY, marked_pids
 
 PROGRAMS = Path(__file__).parent / "programs"
 PYFORMS = PROGRAMS / "pyforms.py"
@@ -179,3 +180,22 @@ def test_ranks_die_and_nothing_is_left_when_the_fork_server_dies(ompy):
 def _parent(pid: int) -> int:
     """The parent of ``pid``: the fork server is the launcher's only child, ranks are its."""
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_launcher_without_stdin_runs_the_job_alike(ompy):
+    """With ompy run's stdin closed, rank 0 starts without one in both modes."""
+    code = "import sys; print(sys.stdin is None)"
+    outputs = {}
+    for mode in MODES:
+        command = [OMPY, "run", "-n", "2", *_mode(mode), "python", "-c", code]
+        result = subprocess.run(
+            ["sh", "-c", 'exec "$@" <&-', "sh", *command],
+            check=False,
+            env=ompy.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs[mode] = sorted(result.stdout.splitlines())
+    assert outputs["forked"] == outputs["executed"]

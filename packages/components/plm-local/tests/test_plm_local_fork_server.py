@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from ompy.mca.plm.local.launcher import LocalLauncher, LocalRank
 from ompy.orte.launcher.forkserver.ranks import ForkedRank
+from ompy.orte.mca.plm import Stdio
 
-from .conftest import marked_processes, python, read_line, wait_exit
+from .conftest import marked_processes, placement, python, read_line, wait_exit
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -106,3 +108,22 @@ def test_finishing_kills_the_server_and_its_running_ranks(spawner, token):
     assert wait_exit(started) == -signal.SIGKILL
     left = marked_processes(token)
     assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+
+
+def test_a_rank_that_would_inherit_a_private_descriptor_is_executed(prepared):
+    """fork/exec gives a rank the launcher's stdin only if it is inheritable; so must we."""
+    inheritable = os.get_inheritable(0)
+    os.set_inheritable(0, False)
+    try:
+        started = prepared.launcher.spawn(
+            placement(0),
+            python(REPORT),
+            prepared.env(),
+            Path.cwd(),
+            Stdio(None, subprocess.DEVNULL, subprocess.DEVNULL),
+        )
+    finally:
+        os.set_inheritable(0, inheritable)
+    prepared.ranks.append(started)
+    assert isinstance(started, LocalRank)
+    assert wait_exit(started) == 0

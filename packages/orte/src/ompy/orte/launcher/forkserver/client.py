@@ -110,6 +110,12 @@ class ForkServerClient:
             }
             wire.send(self._connection, ("spawn", body), [*fds, status_w])
             reply = self._receive()
+        except OSError as error:  # a descriptor that cannot be passed, a server gone
+            os.close(status_r)
+            self.close()
+            raise ForkServerUnavailableError(
+                f"the fork server could not start rank {rank}: {error}"
+            ) from None
         except BaseException:
             os.close(status_r)
             raise
@@ -126,6 +132,23 @@ class ForkServerClient:
         from .ranks import ForkedRank  # the plm interface: loaded when a rank is forked
 
         return ForkedRank(rank, value, status_r)
+
+    @staticmethod
+    def can_pass(stdio: Stdio) -> bool:
+        """Whether the server can give a rank these streams as fork/exec would.
+
+        A stream the rank inherits (``None``) is the launcher's descriptor 0, 1 or 2, which an
+        executed rank gets only if it is open and inheritable (otherwise it starts with that
+        descriptor closed, which a forked rank cannot mimic).
+        """
+        for target, inherited in ((stdio.stdin, 0), (stdio.stdout, 1), (stdio.stderr, 2)):
+            if target is None:
+                try:
+                    if not os.get_inheritable(inherited):
+                        return False
+                except OSError:
+                    return False
+        return True
 
     @staticmethod
     def _stdio_fd(target: int | None, inherited: int, opened: list[int]) -> int:

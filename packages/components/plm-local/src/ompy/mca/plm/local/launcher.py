@@ -152,7 +152,7 @@ class LocalLauncher(PlmModule):
         stdio: Stdio,
     ) -> RankProcess:
         server = self._server
-        if server is not None and self._fits(server, argv, env, cwd):
+        if server is not None and self._fits(server, argv, env, cwd) and server.can_pass(stdio):
             try:
                 return server.spawn(placement.rank, env, stdio)
             except ForkServerUnavailableError:
