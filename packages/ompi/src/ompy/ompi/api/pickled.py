@@ -50,8 +50,15 @@ STREAM_FIRST: Final = 1 << 31
 PROTOCOL: Final = 5
 
 
+#: Types whose pickles never hold out-of-band buffers: pickled without a buffer callback.
+_PLAIN: Final = frozenset({bytes, str, int, float, bool, complex, type(None)})
+_dumps = pickle.dumps
+
+
 def serialize(obj: Any) -> tuple[bytes, list[memoryview]]:
     """The pickle stream of ``obj`` and the large contiguous buffers that travel out of band."""
+    if type(obj) in _PLAIN:
+        return _dumps(obj, PROTOCOL), []
     buffers: list[memoryview] = []
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
@@ -90,7 +97,17 @@ class Serialized:
     __slots__ = ("buffers", "outgoing", "stream", "view")
 
     def __init__(self, obj: Any) -> None:
-        self.stream, self.buffers = serialize(obj)
+        self._build(*serialize(obj))
+
+    @classmethod
+    def of(cls, stream: bytes, buffers: list[memoryview]) -> Serialized:
+        """An object already pickled by :func:`serialize`."""
+        serialized = cls.__new__(cls)
+        serialized._build(stream, buffers)
+        return serialized
+
+    def _build(self, stream: bytes, buffers: list[memoryview]) -> None:
+        self.stream, self.buffers = stream, buffers
         if len(self.stream) >= STREAM_OOB_THRESHOLD:
             self.outgoing = [memoryview(self.stream), *self.buffers]
         else:
@@ -176,15 +193,15 @@ def send_object(
     comm: Communicator, obj: Any, dest: int, tag: int, mode: SendMode, *, call: str
 ) -> Any:
     """Start a blocking send of ``obj``: None if it already left, else the request to wait on."""
-    serialized = Serialized(obj)
-    if mode is STANDARD and not serialized.outgoing:
-        try:
+    stream, buffers = serialize(obj)
+    if mode is STANDARD and not buffers and len(stream) < STREAM_OOB_THRESHOLD:
+        try:  # one message: the common case
             send_view = comm.pml.send_view
         except AttributeError:  # a PML with only the interface's isend
             pass
         else:
-            return send_view(serialized.view, dest, tag, comm)
-    return _start(comm, serialized, dest, tag, mode, call=call)
+            return send_view(frame(stream, buffers, 0), dest, tag, comm)
+    return _start(comm, Serialized.of(stream, buffers), dest, tag, mode, call=call)
 
 
 def start_object_send(
