@@ -32,6 +32,7 @@ report = {
     "random": random.random(),
     "session": os.getsid(0) == os.getpid(),
     "forked_by": "fork server" if _parent_is_fork_server() else "launcher",
+    "open_fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
 }
 for secret in ("OMPY_SECRET", "OMPY_SERVER", "OMPY_JOBID", "OMPY_SESSION_DIR"):
     report["env"][secret] = bool(report["env"].get(secret))  # differ between jobs

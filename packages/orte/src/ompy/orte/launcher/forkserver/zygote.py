@@ -42,6 +42,7 @@ class ForkServer:
         self.prctl = load_prctl()
         #: pid of each live child -> the write end of its status pipe.
         self.children: dict[int, int] = {}
+        self._selector: selectors.BaseSelector | None = None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -50,7 +51,7 @@ class ForkServer:
 
     def serve(self) -> None:
         """Answer spawn requests and report exits until the launcher hangs up."""
-        selector = selectors.DefaultSelector()
+        selector = self._selector = selectors.DefaultSelector()
         selector.register(self.connection, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
         try:
@@ -107,6 +108,8 @@ class ForkServer:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             self.connection.close()
+            if self._selector is not None:
+                self._selector.close()
             for fd in (self._wake_r, self._wake_w, status, *self.children.values()):
                 os.close(fd)
             for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
