@@ -210,3 +210,17 @@ def test_deep_pipelines_and_the_locked_protocol_give_the_same_results(make_world
         return True
 
     assert world.run(body) == [True] * 3
+
+
+def test_a_ring_that_comes_after_the_collective_is_drained_by_the_next_sleep(make_world):
+    """A late ring must not leave the doorbell readable: every later sleep would return at once."""
+    world = make_world(2, coll_sm_fragment_size=PAGE)
+    world.enable()
+    world.run(lambda rank: world.modules[rank].barrier(world.comms[rank]))
+    flags = [module.flags for module in world.modules]
+    flags[1].doorbell.ring(flags[0].doorbell.address)
+
+    # rank 0 waits for something unrelated to the communicator, long enough to sleep
+    assert world.comms[0].engine.wait_until(lambda: False, timeout=0.2) is False
+    with pytest.raises(BlockingIOError):
+        flags[0].doorbell.sock.recv(64)

@@ -149,11 +149,16 @@ class Flags:
                 ring(bell)
 
     def _before_sleep(self) -> bool:
-        """Engine sleep hook: say we sleep, then check once more; False if the wait is over."""
+        """Engine sleep hook: say we sleep, then check once more; False if the wait is over.
+
+        The doorbell is drained whatever the engine waits for: a peer may ring it after this
+        rank's collective is over, and a ring left unread would make every later sleep of the
+        engine return at once (a blocked receive would spin at full CPU).
+        """
+        self.doorbell.drain()
         pending = self._pending
         if pending is None:
             return True  # not waiting on this communicator: no objection
-        self.doorbell.drain()
         if not self._asleep:
             self._asleep = True
             self._set_sleeping(1)
