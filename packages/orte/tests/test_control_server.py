@@ -40,14 +40,19 @@ pytestmark = pytest.mark.timeout(60)
 class Job:
     """A control server for a test job and the events it reported."""
 
-    def __init__(self, size: int, auth_timeout: float = 5.0) -> None:
+    def __init__(self, size: int, auth_timeout: float = 5.0, event_delay: float = 0.0) -> None:
         self.jobid, self.secret = "jtest", secrets.token_bytes(32)
         self.events: queue.Queue = queue.Queue()
+        self.event_delay = event_delay
         self.server = ControlServer(
-            self.jobid, size, self.secret, self.events.put, auth_timeout=auth_timeout
+            self.jobid, size, self.secret, self._on_event, auth_timeout=auth_timeout
         )
         self.server.start()
         self.clients: list[ControlClient] = []
+
+    def _on_event(self, event) -> None:
+        time.sleep(self.event_delay)  # a launcher slow to take its events
+        self.events.put(event)
 
     def connect(self, rank: int, secret: bytes | None = None, **handlers) -> ControlClient:
         client = ControlClient.connect(
@@ -279,6 +284,25 @@ def test_abort_and_exception_reach_the_launcher(job_of):
     assert event.rank == 0 and "ZeroDivisionError" in event.traceback
     second.request("abort", code=7, message="giving up")
     assert job.next_event(RankAborted) == RankAborted(1, 7, "giving up")
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "event_type"),
+    [
+        ("abort", {"code": 3, "message": "bye"}, RankAborted),
+        ("finalize", {}, RankFinalized),
+        ("exception", {"traceback": "Traceback ...\nValueError"}, RankException),
+    ],
+)
+def test_the_launcher_hears_of_a_life_cycle_request_before_the_rank_has_its_reply(
+    job_of, kind, fields, event_type
+):
+    """A rank exits as soon as it has the reply: the launcher must know why before the exit."""
+    job = job_of(1, event_delay=0.2)
+    client = job.connect(0)
+    client.request(kind, **fields)
+    assert isinstance(job.events.get_nowait(), RankConnected)
+    assert isinstance(job.events.get_nowait(), event_type), "reported only after the reply"
 
 
 def test_a_connection_closed_before_finalize_is_a_lost_rank_and_fails_the_fence(job_of):

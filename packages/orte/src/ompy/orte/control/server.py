@@ -415,20 +415,22 @@ class ControlServer:
     def _on_abort(self, conn: _Connection, message: dict[str, Any]) -> None:
         conn.finished = "aborted"
         self._mark_gone(conn.rank, "aborted")
-        self._reply(conn, message["id"])
+        # The event goes out before the reply: the rank exits once it has the reply, and the
+        # launcher must know why before it sees the exit.
         self._emit(RankAborted(conn.rank, message["code"], message["message"]))
+        self._reply(conn, message["id"])
 
     def _on_finalize(self, conn: _Connection, message: dict[str, Any]) -> None:
         conn.finished = "finalized"
         with self._lock:
             self._finalized.add(conn.rank)
         self._mark_gone(conn.rank, "finalized")
+        self._emit(RankFinalized(conn.rank))  # before the reply, as for abort
         self._reply(conn, message["id"])
-        self._emit(RankFinalized(conn.rank))
 
     def _on_exception(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self._emit(RankException(conn.rank, message["traceback"]))  # before the reply, as for abort
         self._reply(conn, message["id"])
-        self._emit(RankException(conn.rank, message["traceback"]))
 
     def _mark_gone(self, rank: int, why: str) -> None:
         """``rank`` will never enter another fence: fail the ranks waiting in one."""

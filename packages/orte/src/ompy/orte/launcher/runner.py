@@ -260,6 +260,9 @@ class JobRunner:
         returncode = record.process.poll()
         if returncode is None:
             return
+        # What the rank told the control server before it exited (abort, finalize, an
+        # exception) is queued already: take it into account before judging the exit.
+        self._handle_events()
         record.returncode = returncode
         fd = record.process.exit_fd()
         if fd is not None:
