@@ -3,6 +3,7 @@
     python pingpong.py self            # one process sends to itself (isend + irecv + wait)
     python pingpong.py tcp [--links N] # two processes on loopback, started by this script
     python pingpong.py sm              # two processes over shared memory, started by this script
+    python pingpong.py tcp --sizes 65536,131072 --mca btl_tcp_min_rdma_pipeline_size 0
 
 Prints one line per message size: half the round-trip time in microseconds and the bandwidth
 in MB/s.  Uses the PML exactly as the MPI layer does (PmlContext, pml selection, add_procs,
@@ -70,12 +71,14 @@ def iterations(size: int) -> int:
     return max(5, min(2000, (64 << 20) // max(size, 1)))
 
 
-def run_rank(rank: int, size: int, directory: str, btl: str, params: dict) -> list:
+def run_rank(
+    rank: int, size: int, directory: str, btl: str, params: dict, *, sizes: list[int]
+) -> list:
     engine, opened, pml, comm = setup(rank, size, directory, btl, params)
     wait = engine.wait_until
     peer = (rank + 1) % size
     results = []
-    for nbytes in SIZES:
+    for nbytes in sizes:
         out = np.zeros(nbytes, np.uint8)
         data = np.ones(nbytes, np.uint8)
         send_spec, recv_spec = parse_buffer(data), parse_buffer(out, readonly=False)
@@ -115,18 +118,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("transport", choices=["self", "sm", "tcp"])
     parser.add_argument("--links", type=int, default=1, help="btl_tcp_links (tcp only)")
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: [int(size) for size in text.split(",")],
+        default=SIZES,
+        help="comma-separated message sizes in bytes",
+    )
+    parser.add_argument(
+        "--mca",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="an MCA parameter for both ranks (repeatable)",
+    )
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    params = {"btl_tcp_links": args.links}
+    params = {"btl_tcp_links": args.links, **dict(args.mca)}
     if args.transport == "self":
         with tempfile.TemporaryDirectory() as directory:
-            results = run_rank(0, 1, directory, "self", params)
+            results = run_rank(0, 1, directory, "self", params, sizes=args.sizes)
         report("ob1 over btl/self (isend + irecv to oneself)", results)
         return
     btls = "self,sm" if args.transport == "sm" else "self,tcp"
     if args.rank is not None:
-        run_rank(args.rank, 2, args.dir, btls, params)
+        run_rank(args.rank, 2, args.dir, btls, params, sizes=args.sizes)
         return
     with tempfile.TemporaryDirectory() as directory:
         ranks = [
@@ -137,6 +154,9 @@ def main() -> None:
                     args.transport,
                     "--links",
                     str(args.links),
+                    "--sizes",
+                    ",".join(map(str, args.sizes)),
+                    *[item for pair in args.mca for item in ("--mca", *pair)],
                     "--rank",
                     str(r),
                     "--dir",

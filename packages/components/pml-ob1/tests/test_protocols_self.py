@@ -255,3 +255,28 @@ def test_a_synchronous_send_to_oneself_still_waits_for_the_match(make_world):
     out = np.zeros_like(data)
     world.wait(send, world.irecv(0, out, 0, 4))
     assert np.array_equal(out, data)
+
+
+@pytest.mark.parametrize(
+    ("size", "headers"),
+    [(4999, {"RNDV": 1, "ACK": 1, "FRAG": 5}), (5000, {"RGET": 1, "FIN": 1})],
+)
+def test_rget_starts_at_the_modules_min_rdma_pipeline_size(make_world, size, headers):
+    """Below the threshold a get costs more than it saves: the message goes by fragments."""
+    world = make_world(1, **RGET, btl_self_min_rdma_pipeline_size=5000)
+    spy = Spy(world, 0)
+    data, out = pattern(size), np.zeros(size, np.uint8)
+    world.wait(world.irecv(0, out, 0, 1), world.isend(0, data, 0, 1))
+    assert np.array_equal(out, data)
+    assert dict(spy.counts) == headers
+
+
+def test_a_send_that_fails_for_a_lost_peer_releases_its_registration(make_world):
+    world = make_world(1, **RGET)
+    pml = world.pmls[0]
+    (module,) = world.btl_modules(0)
+    send = world.isend(0, pattern(5000), 0, 2, mode=SendMode.SYNCHRONOUS)
+    assert len(module._regions) == 1, "an RGET send holds its buffer registered"
+    pml._btl_error(module, pml._peers[0].send[0].endpoint, ConnectionResetError("gone"))
+    assert send.complete and send.error
+    assert module._regions == {}

@@ -49,6 +49,7 @@ class BmlBtl:
         "get",
         "latency",
         "max_send_size",
+        "min_rdma_size",
         "module",
         "prepare_src",
         "put",
@@ -67,6 +68,7 @@ class BmlBtl:
         self.eager_limit = module.eager_limit
         self.max_send_size = module.max_send_size
         self.rdma_frag_size = module.rdma_pipeline_frag_size
+        self.min_rdma_size = module.min_rdma_pipeline_size
         self.latency = module.latency
         self.bandwidth = module.bandwidth
         self.send = module.send

@@ -227,6 +227,7 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
             return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
         except BtlError as error:
             self._sends.pop(request.id, None)
+            self._deregister(request)
             raise self._unreachable(dest, peer, error) from error
 
     @staticmethod
@@ -352,6 +353,8 @@ class Ob1Module(SendSide, RecvSide, PmlModule):
             for key, request in list(table.items()):
                 if request.peer is not None and request.peer.proc.same_process(proc):
                     del table[key]
+                    if table is self._sends:
+                        self._deregister(request)
                     request.fail(
                         ERR_OTHER,
                         MPIException(ERR_OTHER, f"{proc} became unreachable: {error}"),

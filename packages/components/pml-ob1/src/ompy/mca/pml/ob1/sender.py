@@ -107,7 +107,12 @@ class SendSide:
         self._sends[rid] = request
         flags = FLAG_ACK if synchronous else 0
         get_btl = request.peer.rdma_get
-        if get_btl is not None and self.use_rdma and length + _RNDV_SIZE > btl.eager_limit:
+        if (
+            get_btl is not None
+            and self.use_rdma
+            and length >= get_btl.min_rdma_size
+            and length + _RNDV_SIZE > btl.eager_limit
+        ):
             handle = get_btl.register_mem(data)
             request.handle = handle
             request.rdma_btl = get_btl
@@ -218,14 +223,20 @@ class SendSide:
         elif not request.scheduling:
             self._schedule(request)
 
+    @staticmethod
+    def _deregister(request: SendRequest) -> None:
+        """Release the memory registration of an RGET send, if it holds one."""
+        if request.handle is not None:
+            request.rdma_btl.deregister_mem(request.handle)
+            request.handle = None
+
     def _recv_fin(self, module: Any, tag: int, view: memoryview) -> None:
         """The receiver pulled the data of an RGET: release the registration, complete."""
         _type, _flags, status, frag, _size = _FIN_UNPACK(view)
         request = self._sends.pop(frag, None)
         if request is None:
             raise self._protocol_error(f"a FIN for unknown send request {frag}")
-        request.rdma_btl.deregister_mem(request.handle)
-        request.handle = None
+        self._deregister(request)
         if status:
             request.fail(
                 status,
