@@ -4,8 +4,9 @@ A fork server runs it once (see :mod:`ompy.orte.launcher.preload` for the contra
 every rank from the result, so ``-n 8`` pays for these imports once instead of eight times.
 It imports the MPI API without initializing MPI, and the components of every framework a rank
 opens (opal's and ompi's; the run-time layer preloads its own), which also fills stevedore's
-entry-point cache.  Nothing is opened, selected or registered: that depends on the rank's
-parameters and identity.
+entry-point cache, and lets each component prepare what forked ranks inherit
+(:meth:`~ompy.opal.mca.component.Component.preload`).  Nothing is opened, selected or
+registered with the run-time: that depends on the rank's parameters and identity.
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ def _import_components() -> None:
         if getattr(framework, "layer", None) not in RANK_LAYERS:
             continue
         candidates, _failures = list_candidates(framework.group)
-        load_components(framework, candidates)
+        components, _failures = load_components(framework, candidates)
+        for component in components:
+            try:
+                component.preload()
+            except Exception:  # not fatal: each rank then does that work itself
+                continue
 
 
 def _reseed_numpy() -> None:

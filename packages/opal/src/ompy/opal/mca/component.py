@@ -48,6 +48,17 @@ class Component:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
 
+    @classmethod
+    def preload(cls) -> None:
+        """Prepare process state that processes forked from this one inherit; once, optional.
+
+        A fork server calls it after importing the component and before forking any rank,
+        in a process with no run-time, no parameters and, as a rule, one thread.  It must not
+        depend on a rank or leave threads, sockets or open files behind (the ``ompy.preload``
+        contract); what it may do is warm per-process state that costs more once a rank runs
+        (a registration that is cheap while single-threaded).  The default does nothing.
+        """
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def register_params(self) -> None:

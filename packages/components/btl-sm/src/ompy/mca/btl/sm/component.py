@@ -30,6 +30,7 @@ import os
 import secrets
 import sys
 
+from ompy.opal import membarrier
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlError, BtlModule, ModuleDefaults
 from ompy.opal.mca.params import ParamError, ParamType
@@ -72,6 +73,11 @@ class SmComponent(BtlComponent):
         latency=1,
         bandwidth=40_000,
     )
+
+    @classmethod
+    def preload(cls) -> None:
+        """Register for membarrier in the fork server: ranks inherit it (cheap only there)."""
+        membarrier.register()
 
     def register_params(self) -> None:
         super().register_params()

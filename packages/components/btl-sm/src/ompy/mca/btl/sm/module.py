@@ -56,11 +56,12 @@ from ompy.opal.mca.btl import (
     ModuleAttributes,
 )
 from ompy.opal.mca.shmem import Segment, SegmentDescriptor, ShmemError
+from ompy.opal.membarrier import Fence
 from ompy.opal.proc import Proc
 
 from . import layout as L  # noqa: N812 (read as "the layout")
 from .doorbell import Doorbell
-from .sysdeps import CmaError, Fence, copy
+from .sysdeps import CmaError, copy
 
 _PACK = L.RECORD.pack_into
 _UNPACK = L.RECORD.unpack_from

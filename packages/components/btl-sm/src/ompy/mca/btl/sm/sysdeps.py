@@ -8,10 +8,10 @@
   takes a real lock (a POSIX record lock on the segment file) around every ring update.
 - **The one store-load pair.**  Sleeping needs Dekker's pattern (the receiver stores "sleeping"
   then loads the rings; a sender stores the head then loads "sleeping"), which even TSO may
-  reorder.  The sleeper, the rare side, issues ``membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)``,
-  which runs a full barrier on every CPU running a registered process, so the senders' fast
-  path needs none (the asymmetric fence of liburcu and folly).  Without membarrier a lost
-  wake-up is bounded by the progress engine's longest sleep (``opal_progress_block_max_ms``).
+  reorder.  The sleeper, the rare side, issues the heavy side of an asymmetric fence
+  (:class:`ompy.opal.membarrier.Fence`), so the senders' fast path needs none.  Without
+  membarrier a lost wake-up is bounded by the progress engine's longest sleep
+  (``opal_progress_block_max_ms``).
 - **Cross-memory attach.**  ``process_vm_readv`` / ``process_vm_writev`` copy directly between
   two address spaces: the single copy of large messages.
 """
@@ -31,10 +31,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
 
-_MEMBARRIER_NR = {"x86_64": 324, "amd64": 324, "aarch64": 283, "arm64": 283}
-_MEMBARRIER_CMD_GLOBAL_EXPEDITED = 1 << 1
-_MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED = 1 << 2
-
 PR_SET_PTRACER = 0x59616D61
 PR_SET_PTRACER_ANY = ctypes.c_ulong(-1 & 0xFFFFFFFFFFFFFFFF)
 YAMA_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
@@ -47,23 +43,6 @@ def machine() -> str:
 def lock_free_supported(arch: str | None = None) -> bool:
     """Whether the lock-free ring protocol is sound on this processor (TSO only)."""
     return (arch or machine()) in TSO_MACHINES
-
-
-class Fence:
-    """The heavy side of the asymmetric fence: ``membarrier`` when the kernel offers it."""
-
-    def __init__(self) -> None:
-        self.number = _MEMBARRIER_NR.get(machine())
-        self.available = False
-        if self.number is not None and sys.platform.startswith("linux"):
-            self.available = (
-                _syscall(self.number, _MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0
-            )
-
-    def heavy(self) -> None:
-        """A full barrier on every CPU that runs a process of the job (all registered)."""
-        if self.available:
-            _syscall(self.number, _MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0)
 
 
 # -- cross-memory attach ----------------------------------------------------------------------

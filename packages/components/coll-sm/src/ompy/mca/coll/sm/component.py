@@ -20,14 +20,15 @@ import sys
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
+from ompy.opal import membarrier
 from ompy.opal.mca import Offer
 from ompy.opal.mca.params import ParamError, ParamType
 from ompy.opal.mca.shmem import Segment, SegmentDescriptor
 from ompy.opal.mca.shmem import base as shmem_base
+from ompy.opal.membarrier import Fence
 
 from . import __version__
 from . import layout as L  # noqa: N812 (read as "the layout")
-from .doorbell import Fence
 from .flags import lock_free_supported
 from .module import SmCollModule
 
@@ -42,6 +43,11 @@ class SmCollComponent(CollComponent):
         "is on one node"
     )
     default_priority = 50
+
+    @classmethod
+    def preload(cls) -> None:
+        """Register for membarrier in the fork server: ranks inherit it (cheap only there)."""
+        membarrier.register()
 
     def register_params(self) -> None:
         super().register_params()

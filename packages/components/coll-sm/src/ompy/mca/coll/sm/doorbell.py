@@ -5,41 +5,17 @@ side of an asymmetric fence and checks its condition once more before it blocks 
 (an abstract-namespace datagram socket: no file to leave behind).  A rank that stores a counter
 then looks at the SLEEPING words and rings the sleepers' doorbells.  Storing "sleeping" and then
 loading a counter (and the converse on the other side) is the one store-load pair that even
-x86-64 may reorder; ``membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)`` on the rare, sleeping side
-orders it without a fence on the fast path.  Without membarrier a missed ring costs at most the
-engine's longest sleep (``opal_progress_block_max_ms``).
+x86-64 may reorder; the heavy side of an asymmetric fence on the rare, sleeping side
+(:class:`ompy.opal.membarrier.Fence`) orders it without a fence on the fast path.  Without
+membarrier a missed ring costs at most the engine's longest sleep (``opal_progress_block_max_ms``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import platform
 import secrets
 import socket
-import sys
-
-_MEMBARRIER_NR = {"x86_64": 324, "amd64": 324, "aarch64": 283, "arm64": 283}
-_CMD_GLOBAL_EXPEDITED = 1 << 1
-_CMD_REGISTER_GLOBAL_EXPEDITED = 1 << 2
-
-
-class Fence:
-    """The heavy side of the asymmetric fence: ``membarrier`` where the kernel offers it."""
-
-    def __init__(self) -> None:
-        self.number = _MEMBARRIER_NR.get(platform.machine().lower())
-        self.available = False
-        if self.number is not None and sys.platform.startswith("linux"):
-            self._syscall = ctypes.CDLL(None, use_errno=True).syscall
-            self._syscall.restype = ctypes.c_long
-            self.available = self._syscall(self.number, _CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0
-
-    def heavy(self) -> None:
-        """A full barrier on every CPU that runs a registered process (every rank registers)."""
-        if self.available:
-            self._syscall(self.number, _CMD_GLOBAL_EXPEDITED, 0, 0)
 
 
 class Doorbell:

@@ -29,7 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from .doorbell import Doorbell, Fence
+from ompy.opal.membarrier import Fence
+
+from .doorbell import Doorbell
 
 #: Machines whose memory model is TSO (stores not reordered with stores, loads with loads).
 TSO_MACHINES = frozenset({"x86_64", "amd64"})
