@@ -142,3 +142,55 @@ def test_other_subcommands_start_nothing():
     early.start_early(["info"])
     early.start_early([])
     assert early._early is None
+
+
+#: What the ``ompy`` executable does first, in a fresh interpreter: start the server on a guess
+#: (forked where that is sound), have it fork rank 0 of ``python -c CODE``, wait for its exit.
+ENTRY = """
+import os, select, subprocess, sys
+from ompy.orte.launcher.forkserver import early
+from ompy.orte.mca.plm import Stdio
+early.start_early(["run", *sys.argv[1:]], fork=True)
+server = early._early
+started_as = type(server._process).__name__
+rank = server.spawn(0, dict(os.environ), Stdio(subprocess.DEVNULL, None, None))
+while rank.poll() is None:
+    select.select([rank.exit_fd()], [], [], 10)
+process = server._process
+server.close()
+print(started_as, rank.poll(), process.poll())
+"""
+CODE = "import sys; print('rank ran with', sys.argv, flush=True); sys.exit(3)"
+
+
+def _entry(tmp_path: Path, *words: str) -> list[str]:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-c", ENTRY, *words],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_at_the_executables_start_the_server_is_this_process_forked(tmp_path):
+    lines = _entry(tmp_path, "-n", "1", sys.executable, "-c", CODE, "x")
+    assert lines == ["rank ran with ['-c', 'x']", "_ForkedServer 3 0"]
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["-x", "EXTRA=1", sys.executable, "-c", CODE],  # the job's environment differs
+        [sys.executable, "-u", "-c", CODE],  # interpreter options act at start-up
+    ],
+    ids=["environment", "options"],
+)
+def test_otherwise_the_server_is_a_new_interpreter(tmp_path, words):
+    lines = _entry(tmp_path, "-n", "1", *words)
+    assert lines[-1] == "Popen 3 0"

@@ -15,7 +15,7 @@ def console() -> NoReturn:
     """Entry point of the installed ``ompy`` script."""
     from ompy.orte.launcher.forkserver.early import start_early
 
-    start_early(sys.argv[1:])
+    start_early(sys.argv[1:], fork=True)
     from .main import console as run_console
 
     run_console()

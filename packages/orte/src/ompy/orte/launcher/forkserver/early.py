@@ -129,10 +129,15 @@ def scan_run(words: Sequence[str], environ: Mapping[str, str]) -> Guess | None:
     return Guess(argv, cwd, env)
 
 
-def start_early(arguments: Sequence[str], environ: Mapping[str, str] | None = None) -> None:
+def start_early(
+    arguments: Sequence[str], environ: Mapping[str, str] | None = None, *, fork: bool = False
+) -> None:
     """Start the fork server if ``ompy ARGUMENTS`` is a run of a qualifying Python program.
 
-    Never raises: a failure here only means the launcher starts the server later, or not.
+    ``fork`` (the ``ompy`` executable's first instruction, and nowhere else) lets the server
+    be this process forked instead of a new interpreter, where that is sound (see
+    :class:`ForkServerClient`).  Never raises: a failure here only means the launcher starts
+    the server later, or not.
     """
     global _early
     if _early is not None or not arguments or arguments[0] != "run":
@@ -144,7 +149,7 @@ def start_early(arguments: Sequence[str], environ: Mapping[str, str] | None = No
             return
         from .deathsig import load_prctl
 
-        _early = ForkServerClient(command, guess.env, guess.cwd, load_prctl())
+        _early = ForkServerClient(command, guess.env, guess.cwd, load_prctl(), fork=fork)
     except Exception:
         _early = None
 

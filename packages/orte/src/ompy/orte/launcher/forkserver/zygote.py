@@ -201,7 +201,12 @@ def main() -> None:
     """Entry of the server process: ``-c "...main()" FD`` with FD the launcher's socket."""
     if not sys.flags.safe_path and sys.path and sys.path[0] == "":
         del sys.path[0]  # -c put the directory first; each rank gets its own sys.path[0]
-    connection = socket.socket(fileno=int(sys.argv[1]))
+    serve_on(int(sys.argv[1]))
+
+
+def serve_on(fd: int) -> NoReturn:
+    """Preload, say ``ready`` on the launcher's socket ``fd``, serve until it hangs up, exit."""
+    connection = socket.socket(fileno=fd)
     from ompy.orte.launcher.preload import run_preloads
 
     failures = run_preloads()
