@@ -15,7 +15,6 @@ from ompy.ompi.datatype.buffer import (
     NonContiguousBufferError,
     ReadOnlyBufferError,
     parse_buffer,
-    parse_vector_buffer,
 )
 
 
@@ -243,41 +242,6 @@ def test_any_fitting_count_and_displacement_gives_exactly_that_slice(size, displ
         return
     spec = parse_buffer([data, (count, displ), code])
     assert bytes(spec.view) == data[displ : displ + count].tobytes()
-
-
-# -- vector forms ---------------------------------------------------------------------------------
-
-
-def test_vector_counts_and_displacements():
-    data = np.arange(10.0)
-    spec = parse_vector_buffer([data, ([1, 2], [0, 5]), mpi.DOUBLE], 2)
-    assert spec.counts == (1, 2) and spec.displs == (0, 5)
-    assert bytes(spec.block(1)) == data[5:7].tobytes()
-    same = parse_vector_buffer([data, [1, 2], [0, 5], mpi.DOUBLE], 2)
-    assert (same.counts, same.displs) == (spec.counts, spec.displs)
-
-
-def test_vector_displacements_default_to_the_running_sum():
-    spec = parse_vector_buffer([np.arange(6.0), [1, 2, 3], mpi.DOUBLE], 3)
-    assert spec.displs == (0, 1, 3)
-
-
-def test_vector_with_one_count_or_none_splits_evenly():
-    assert parse_vector_buffer(np.arange(10.0), 5).counts == (2,) * 5
-    spec = parse_vector_buffer([np.arange(10.0), 3, mpi.DOUBLE], 3)
-    assert spec.counts == (3, 3, 3) and spec.displs == (0, 3, 6)
-    with pytest.raises(ValueError, match="do not split evenly into 3 blocks"):
-        parse_vector_buffer(np.arange(10.0), 3)
-
-
-def test_vector_errors():
-    with pytest.raises(ValueError, match="expecting 3 counts"):
-        parse_vector_buffer([np.arange(6.0), [1, 2], mpi.DOUBLE], 3)
-    with pytest.raises(ValueError, match="block 1"):
-        parse_vector_buffer([np.arange(6.0), ([1, 2], [0, 5]), mpi.DOUBLE], 2)
-    with pytest.raises(ValueError, match="expecting 2 displacements"):
-        parse_vector_buffer([np.arange(6.0), [1, 2], [0], mpi.DOUBLE], 2)
-    assert parse_vector_buffer(IN_PLACE, 2, in_place=True).in_place
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,8 @@ import numpy as np
 
 from ompy.mca.coll.tuned import ALGORITHMS, Settings, TunedModule
 from ompy.mca.coll.tuned.module import SEGMENTS
-from ompy.ompi.datatype.buffer import IN_PLACE_SPEC, parse_buffer, parse_vector_buffer
+from ompy.ompi.api.vector_messages import parse_vector_message
+from ompy.ompi.datatype.buffer import IN_PLACE_SPEC, parse_buffer
 from ompy.ompi.op import MAX, PROD, SUM, Op
 
 COUNTS = (0, 1, 5, 37)
@@ -100,8 +101,12 @@ def spec(array: np.ndarray) -> Any:
 def vspec(array: np.ndarray, counts: list[int], displs: list[int] | None = None) -> Any:
     if displs is None:
         displs = list(np.cumsum([0, *counts[:-1]]))
-    return parse_vector_buffer(
-        [array, (counts, [int(d) for d in displs])], len(counts), readonly=False
+    return parse_vector_message(
+        [array, (counts, [int(d) for d in displs])],
+        len(counts),
+        call="coll-tuned battery",
+        what="buffer",
+        readonly=False,
     )
 
 

@@ -11,20 +11,16 @@ A program names a message the way mpi4py lets it::
     None, MPI.BOTTOM                     an empty message (absolute addresses: count 0 only)
     MPI.IN_PLACE                         "in place", for the send buffer of a collective
 
-and, for the vector collectives (Scatterv, Gatherv, Alltoallv, ...), one block per process::
-
-    [buf, counts, datatype]              displacements are the running sum of ``counts``
-    [buf, (counts, displs), datatype]
-    [buf, counts, displs, datatype]
+The vector collectives (Scatterv, Gatherv, Alltoallv, ...) name one block per process; their
+forms are read by :mod:`ompy.ompi.api.vector_messages` into a :class:`VectorBufferSpec`.
 
 ``buf`` is anything that exports the buffer protocol (numpy arrays, bytes, bytearray,
 ``array.array``, memoryview), an object with ``__dlpack__`` whose memory is on the CPU, or an
 object with ``__array_interface__``; it must be contiguous (C or Fortran order).  ``datatype``
 is a :class:`Datatype` or a code such as ``"d"`` or ``"i4"``.  Counts and displacements are in
-elements of the datatype.  What comes out is a :class:`BufferSpec` (or
-:class:`VectorBufferSpec`): a flat byte memoryview of exactly the message, its count and
-datatype.  Ranks are the caller's business: with ``PROC_NULL`` the API layer does not parse the
-message at all, as mpi4py does.
+elements of the datatype.  What comes out is a :class:`BufferSpec`: a flat byte memoryview of
+exactly the message, its count and datatype.  Ranks are the caller's business: with
+``PROC_NULL`` the API layer does not parse the message at all, as mpi4py does.
 """
 
 from __future__ import annotations
@@ -170,51 +166,6 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     return BufferSpec(view, count, datatype, buffer, offset)
 
 
-def parse_vector_buffer(
-    msg: Any, blocks: int, *, readonly: bool = True, in_place: bool = False
-) -> VectorBufferSpec:
-    """Turn a vector message specification (one block per process) into a VectorBufferSpec.
-
-    ``blocks`` is the number of processes the buffer is cut for.  Without counts, the buffer is
-    cut into ``blocks`` equal blocks; a single int count means that many elements per block.
-    """
-    blocks = _non_negative(blocks, "number of blocks")
-    if msg is IN_PLACE:
-        if not in_place:
-            raise TypeError(
-                "message: MPI.IN_PLACE is only valid as the send buffer of a collective operation"
-            )
-        return VectorBufferSpec(_EMPTY, (0,) * blocks, (0,) * blocks, BYTE, in_place=True)
-    obj, counts_spec, displs_spec, type_spec = _split_vector(msg)
-    datatype = None if type_spec is None else _as_datatype(type_spec)
-
-    if obj is None or obj is BOTTOM:
-        counts = _vector_counts(counts_spec, blocks, 0)
-        if any(counts):
-            raise ValueError(
-                "message: MPI.BOTTOM (or None) as buffer with nonzero counts would address "
-                "absolute memory, which ompy does not support; give a buffer object instead"
-            )
-        return VectorBufferSpec(_EMPTY, counts, (0,) * blocks, datatype or BYTE)
-
-    buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
-    datatype = datatype or inferred
-    extent = _extent(datatype)
-    if counts_spec is None or extent == 0:  # splitting evenly needs whole elements
-        total = _whole_elements(buffer.nbytes, extent, datatype, obj, 0)
-    else:
-        total = buffer.nbytes // extent
-    counts = _vector_counts(counts_spec, blocks, total)
-    displs = _vector_displs(displs_spec, counts, blocks)
-    for index, (count, displ) in enumerate(zip(counts, displs, strict=True)):
-        if (displ + count) > total:
-            raise ValueError(
-                f"message: block {index} ({count} x {datatype.Get_name()} at displacement "
-                f"{displ}) does not fit in the buffer of {total} elements ({_describe(obj)})"
-            )
-    return VectorBufferSpec(buffer, counts, displs, datatype)
-
-
 def export_buffer(
     obj: Any, *, readonly: bool = True, infer: bool = True
 ) -> tuple[memoryview, Datatype | None]:
@@ -304,44 +255,6 @@ def _split_simple(msg: Any) -> tuple[Any, Any, Any]:
     )
 
 
-def _split_vector(msg: Any) -> tuple[Any, Any, Any, Any]:
-    """(buffer, counts spec, displs spec, datatype spec) of a vector message."""
-    if type(msg) is not list and type(msg) is not tuple:
-        return msg, None, None, None
-    items = len(msg)
-    if items == 2:
-        obj, second = msg
-        if isinstance(second, Datatype | str):
-            return obj, None, None, second
-        counts, displs = _counts_displs_pair(second)
-        return obj, counts, displs, None
-    if items == 3:
-        counts, displs = _counts_displs_pair(msg[1])
-        return msg[0], counts, displs, msg[2]
-    if items == 4:
-        return msg[0], msg[1], msg[2], msg[3]
-    raise ValueError(
-        f"message: expecting a buffer or a list of 2 to 4 items ([buf, datatype], "
-        f"[buf, counts, datatype], [buf, (counts, displs), datatype], [buf, counts, displs, "
-        f"datatype]), got {items} items"
-    )
-
-
-def _counts_displs_pair(spec: Any) -> tuple[Any, Any]:
-    """``(counts, displs)`` if ``spec`` is a pair of sequences (or None), else ``(spec, None)``."""
-    if (
-        type(spec) in (list, tuple)
-        and len(spec) == 2
-        and all(part is None or _is_sequence(part) for part in spec)
-    ):
-        return spec[0], spec[1]
-    return spec, None
-
-
-def _is_sequence(value: Any) -> bool:
-    return isinstance(value, list | tuple | np.ndarray | range)
-
-
 def _as_datatype(spec: Any) -> Datatype:
     if isinstance(spec, Datatype):
         if not spec:
@@ -397,16 +310,6 @@ def _displacement(value: Any) -> int:
     return displ
 
 
-def _non_negative(value: Any, what: str) -> int:
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"expecting an int {what}, not {type(value).__name__}") from None
-    if number < 0:
-        raise ValueError(f"the {what} must not be negative, got {number}")
-    return number
-
-
 def _extent(datatype: Datatype) -> int:
     return datatype.layout.extent
 
@@ -427,44 +330,6 @@ def _whole_elements(length: int, extent: int, datatype: Datatype, obj: Any, disp
             "or a datatype that fits"
         )
     return count
-
-
-def _vector_counts(spec: Any, blocks: int, total: int) -> tuple[int, ...]:
-    if spec is None:
-        if blocks == 0:
-            return ()
-        each, rest = divmod(total, blocks)
-        if rest:
-            raise ValueError(
-                f"message: {total} elements do not split evenly into {blocks} blocks; "
-                "give the counts explicitly"
-            )
-        return (each,) * blocks
-    if not _is_sequence(spec):
-        return (_count(spec),) * blocks
-    counts = tuple(_count(count) for count in spec)
-    if len(counts) != blocks:
-        raise ValueError(f"message: expecting {blocks} counts (one per process), got {len(counts)}")
-    return counts
-
-
-def _vector_displs(spec: Any, counts: tuple[int, ...], blocks: int) -> tuple[int, ...]:
-    if spec is None:
-        displs, running = [], 0
-        for count in counts:
-            displs.append(running)
-            running += count
-        return tuple(displs)
-    if not _is_sequence(spec):
-        raise TypeError(
-            f"message: expecting a sequence of displacements, not {type(spec).__name__}"
-        )
-    displs = tuple(_displacement(displ) for displ in spec)
-    if len(displs) != blocks:
-        raise ValueError(
-            f"message: expecting {blocks} displacements (one per process), got {len(displs)}"
-        )
-    return displs
 
 
 def _array_from_protocols(obj: Any) -> np.ndarray:
