@@ -56,8 +56,7 @@ class Fence:
 
     def __init__(self) -> None:
         self.available = register()
-        found = _syscall()
-        self._call = None if found is None or not self.available else found
+        self._call = _syscall() if self.available else None
 
     def heavy(self) -> None:
         """A full barrier on every CPU that runs a registered process (a no-op if unavailable)."""
