@@ -61,7 +61,7 @@ def battery(comm: MPI.Intracomm, big: bool) -> None:
     rank, size = comm.Get_rank(), comm.Get_size()
     internal = comm._live("suite")
     table = internal.coll
-    jobid = internal.process.procs[0].jobid
+    jobid = internal.instance.procs[0].jobid
     # a communicator's segment is unlinked once every member attached, before it is used
     creator, cid = internal.world_ranks[0], internal.context_id
     named = glob.glob(f"/dev/shm/ompy-{jobid}-coll-sm-{creator}-{cid}-*")

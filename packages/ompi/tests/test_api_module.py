@@ -9,8 +9,8 @@ import pytest
 
 from ompy.ompi import errors
 from ompy.ompi.api import init, rc
-from ompy.ompi.api.process import MpiProcess
 from ompy.ompi.api.testing import make_world
+from ompy.ompi.instance import Instance, adopt
 
 rc.initialize = False  # these tests install a loopback process instead of a launched one
 from ompy import MPI  # noqa: E402
@@ -19,10 +19,11 @@ from ompy import MPI  # noqa: E402
 @pytest.fixture
 def loopback():
     """A one-rank loopback world installed as this interpreter's MPI process."""
-    process: MpiProcess = make_world(1)[0]._c.process
-    process.cids.clear()
-    init._install(process)
-    yield process
+    instance: Instance = make_world(1)[0]._c.instance
+    instance.cids.clear()
+    adopt(instance)
+    init._install(instance)
+    yield instance
     init._uninstall()
 
 

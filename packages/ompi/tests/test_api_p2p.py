@@ -177,7 +177,7 @@ def test_synchronous_ready_and_sendrecv_modes(pair):
 
 def test_buffered_sends_use_the_attached_buffer_and_need_room_for_the_overhead(pair):
     comm = pair[0]
-    pool = comm._c.process.bsend
+    pool = comm._c.instance.bsend
     cls, text = error_class(comm.Bsend, np.zeros(4), 1)
     assert cls == errors.ERR_BUFFER and "Attach_buffer" in text
     space = bytearray(32 + BSEND_OVERHEAD)

@@ -25,12 +25,13 @@ from ompy.ompi.mca.coll import (
     base,
     framework,
 )
+from ompy.ompi.mca.coll.base import CollSelection
 from ompy.opal.mca import Cardinality, ComponentLoadError
 from ompy.opal.mca.params import Registry
 
 COMPONENTS = """
 from ompy.ompi.mca.coll import CollComponent, CollModule
-from ompy.ompi.mca.coll.base import recv, run_schedule, send, start_schedule
+from ompy.ompi.mca.coll.base import CollSelection, recv, run_schedule, send, start_schedule
 from ompy.opal.mca import Offer
 
 EVENTS = []
@@ -145,7 +146,7 @@ grumpy = coll_fixture_components:Grumpy
 
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
-    """The fixture components on ``sys.path``; the coll framework starts and ends unopened."""
+    """The fixture components on ``sys.path`` (each loopback world opens its own framework)."""
     root = tmp_path / "site"
     root.mkdir()
     (root / "coll_fixture_components.py").write_text(textwrap.dedent(COMPONENTS))
@@ -155,17 +156,16 @@ def installed(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text(ENTRY_POINTS.lstrip())
     monkeypatch.syspath_prepend(str(root))
     ExtensionManager.ENTRY_POINT_CACHE.clear()
-    base.reset_selection()
     yield sys.modules
-    base.reset_selection()
     ExtensionManager.ENTRY_POINT_CACHE.clear()
     sys.modules.pop("coll_fixture_components", None)
 
 
-def open_with(coll: str = "fast,ref,worldonly", **settings: str):
+def open_with(coll: str = "fast,ref,worldonly", **settings: str) -> Registry:
+    """The registry of a loopback world whose coll framework runs with these settings."""
     environ = {"OMPY_MCA_coll": coll}
     environ.update({f"OMPY_MCA_{name}": value for name, value in settings.items()})
-    return base.opened_framework(Registry(environ=environ, files=[]))
+    return Registry(environ=environ, files=[])
 
 
 def events():
@@ -209,8 +209,7 @@ def test_a_component_base_declines_and_a_module_implements_what_it_defines():
 
 
 def test_each_operation_comes_from_the_best_module_that_implements_it(installed):
-    open_with()
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with())
     providers = table(world).providers
     assert table(world).provider("allreduce") == "fast"  # fast (50) over ref (10)
     assert table(world).provider("barrier") == "fast"
@@ -225,15 +224,13 @@ def test_each_operation_comes_from_the_best_module_that_implements_it(installed)
 
 
 def test_a_blocking_operation_through_a_nonblocking_one_waits_for_it(installed):
-    open_with()
-    worlds = make_world(3)
+    worlds = make_world(3, registry=open_with())
     run_ranks(worlds, lambda w: table(w).gather(w._c, None, None, 0))
     assert sorted(e for e in events() if e[0] == "ring") == [("ring", r, 0) for r in range(3)]
 
 
 def test_an_operation_nobody_implements_fails_clearly(installed):
-    open_with()
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with())
     with pytest.raises(MPIException) as caught:
         world.Alltoallw([np.zeros(1), [1], [0], ["d"]], [np.zeros(1), [1], [0], ["d"]])
     assert caught.value.Get_error_class() == ERR_UNSUPPORTED_OPERATION
@@ -243,28 +240,23 @@ def test_an_operation_nobody_implements_fails_clearly(installed):
 
 
 def test_the_priority_parameter_reorders_the_table(installed):
-    open_with(coll_ref_priority="80")
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with(coll_ref_priority="80"))
     assert table(world).provider("barrier") == "ref"
     assert table(world).provider("allreduce") == "fast"  # ref has no allreduce at any priority
 
 
 def test_a_negative_priority_or_an_exclusion_takes_a_component_out(installed):
-    open_with(coll_fast_priority="-1")
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with(coll_fast_priority="-1"))
     assert table(world).provider("barrier") == "ref"
     assert table(world).provider("allreduce") == "ref"  # now through ref's iallreduce
     assert table(world).providers["allreduce"].through_nonblocking
-    base.reset_selection()
-    open_with(coll="ref,worldonly")
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with(coll="ref,worldonly"))
     assert table(world).provider("barrier") == "ref"
     assert "fast" not in {name for name, _ in table(world).modules}
 
 
 def test_modules_are_enabled_on_creation_and_disabled_when_freed(installed):
-    open_with()
-    worlds = make_world(2)
+    worlds = make_world(2, registry=open_with())
     created = [e for e in events() if e[0] == "enable"]
     # Two processes, COMM_WORLD each; worldonly offered but serves nothing: never enabled.
     assert sorted(created) == sorted([("enable", "fast", 0), ("enable", "ref", 0)] * 2)
@@ -283,56 +275,53 @@ def test_modules_are_enabled_on_creation_and_disabled_when_freed(installed):
 
 
 def test_finalize_tears_down_the_modules_left_then_closes_the_components(installed):
-    open_with()
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with())
     cid = world._c.context_id
     events().clear()
-    base.finalize()
+    coll = world._c.instance.coll
+    coll.finalize()
     # COMM_WORLD's modules go first (best first module disabled last, as on Free), then every
     # component is closed, in the reverse order of opening, once.
     assert events()[:2] == [("disable", "ref", cid), ("disable", "fast", cid)]
     assert sorted(events()[2:]) == [("close", "fast"), ("close", "ref"), ("close", "worldonly")]
     assert table(world).modules == []
-    base.finalize()  # a second finalize has nothing left to do
+    coll.finalize()  # a second finalize has nothing left to do
     assert len(events()) == 5
-    assert not base.is_open()
+    assert not coll.is_open
 
 
 def test_finalize_leaves_the_modules_of_freed_communicators_alone(installed):
-    open_with()
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with())
     world._c.destroy()
     disabled = [e for e in events() if e[0] == "disable"]
-    base.finalize()
+    world._c.instance.coll.finalize()
     assert [e for e in events() if e[0] == "disable"] == disabled
     assert ("close", "fast") in events()
 
 
 def test_finalize_before_any_communicator_closes_nothing(installed):
-    base.finalize()
-    assert not base.is_open()
+    coll = CollSelection(open_with())
+    coll.finalize()
+    assert not coll.is_open
 
 
 def test_a_component_that_declines_a_communicator_leaves_it_to_the_others(installed):
-    open_with(coll_worldonly_priority="90", coll="worldonly,ref")
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with(coll_worldonly_priority="90", coll="worldonly,ref"))
     assert [name for name, _ in table(world).modules] == ["ref"]  # worldonly offered, unused
     assert table(world).provider("barrier") == "ref"
 
 
 def test_a_failing_query_is_recorded_unless_the_component_was_asked_for(installed):
-    opened = open_with(coll="^worldonly")  # an exclude list admits grumpy without asking for it
-    make_world(1)
-    assert any(f.name == "grumpy" and "no collectives today" in f.reason for f in opened.failures)
-    base.reset_selection()
-    open_with(coll="grumpy,ref")
+    # an exclude list admits grumpy without asking for it
+    (world,) = make_world(1, registry=open_with(coll="^worldonly"))
+    failures = world._c.instance.coll.opened().failures
+    assert any(f.name == "grumpy" and "no collectives today" in f.reason for f in failures)
     with pytest.raises(ComponentLoadError, match=r"grumpy.*no collectives today"):
-        make_world(1)
+        make_world(1, registry=open_with(coll="grumpy,ref"))
 
 
 def test_verbose_selection_prints_who_serves_what(installed, capfd):
-    open_with(coll_base_verbose="10")
-    make_world(1)
+    make_world(1, registry=open_with(coll_base_verbose="10"))
     err = capfd.readouterr().err
     line = next(line for line in err.splitlines() if "(context id 0)" in line)
     assert "fast: barrier, allreduce, ibarrier;" in line
@@ -344,8 +333,7 @@ def test_verbose_selection_prints_who_serves_what(installed, capfd):
 
 
 def test_each_call_takes_the_next_tag_and_they_cycle_through_the_coll_range(installed):
-    open_with()
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with())
     comm = world._c
     tags = [base.next_tag(comm) for _ in range(base.TAGS + 2)]
     assert tags[:3] == [-2, -3, -4]
@@ -355,8 +343,7 @@ def test_each_call_takes_the_next_tag_and_they_cycle_through_the_coll_range(inst
 
 
 def test_a_call_on_a_tag_still_in_flight_starts_after_it(installed):
-    open_with()
-    worlds = make_world(2)
+    worlds = make_world(2, registry=open_with())
 
     def flood(world):
         comm = world._c
@@ -373,8 +360,7 @@ def test_a_call_on_a_tag_still_in_flight_starts_after_it(installed):
 
 
 def test_a_schedule_runs_round_after_round_from_the_progress_engine(installed):
-    open_with()
-    worlds = make_world(4)
+    worlds = make_world(4, registry=open_with())
 
     def start_then_wait(world):
         comm = world._c
@@ -391,8 +377,7 @@ def test_a_schedule_runs_round_after_round_from_the_progress_engine(installed):
 
 
 def test_a_failed_round_or_local_step_fails_the_schedule_with_its_error(installed):
-    open_with()
-    worlds = make_world(2)
+    worlds = make_world(2, registry=open_with())
 
     def too_long(comm, tag):
         into = memoryview(bytearray(1))
@@ -430,8 +415,7 @@ class _Nothing:
 
 
 def test_a_schedule_that_yields_something_else_than_requests_fails(installed):
-    open_with()
-    (world,) = make_world(1)
+    (world,) = make_world(1, registry=open_with())
 
     def wrong(comm, tag):
         yield 42
@@ -460,7 +444,11 @@ def test_binomial_trees_cover_every_rank_once_from_any_root():
             assert seen == set(range(size))
 
 
-def test_another_registry_after_opening_is_refused(installed):
-    open_with()
-    with pytest.raises(MPIException, match="already open with another parameter registry"):
-        base.opened_framework(Registry(environ={}, files=[]))
+def test_instances_in_one_interpreter_select_independently(installed):
+    (fast_world,) = make_world(1, registry=open_with())
+    (ref_world,) = make_world(1, registry=open_with(coll="ref,worldonly"))
+    assert table(fast_world).provider("barrier") == "fast"
+    assert table(ref_world).provider("barrier") == "ref"
+    ref_world._c.instance.coll.finalize()  # closing one leaves the other running
+    assert fast_world._c.instance.coll.is_open
+    assert table(fast_world).provider("barrier") == "fast"

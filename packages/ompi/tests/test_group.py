@@ -5,8 +5,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ompy.ompi import errors
+from ompy.ompi.api.testing import make_world
 from ompy.ompi.constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
-from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group, set_world_group
+from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group
+from ompy.ompi.instance import adopt
 
 WORLD = ("p0", "p1", "p2", "p3", "p4", "p5")
 
@@ -101,15 +103,15 @@ def test_translate_ranks():
 
 
 def test_translate_ranks_defaults_to_the_world_group():
-    group = world()
-    sub = group.Incl([4, 0])
+    instance = make_world(6)[2]._c.instance
+    sub = instance.world_group.Incl([4, 0])
     with pytest.raises(errors.Exception, match="pass the target group"):
         sub.Translate_ranks([0])
-    set_world_group(group)
+    adopt(instance)  # the default instance's world group: world ranks 0-5
     try:
         assert sub.Translate_ranks() == [4, 0]
     finally:
-        set_world_group(None)
+        adopt(None)
 
 
 def test_compare():

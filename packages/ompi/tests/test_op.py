@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ompy.ompi import errors
+from ompy.ompi.api.testing import default_instance
 from ompy.ompi.datatype import predefined as types
 from ompy.ompi.errors import Exception as MPIException
-from ompy.ompi.mca.op import base
+from ompy.ompi.instance import default
 from ompy.ompi.op import (
     BAND,
     BOR,
@@ -54,6 +55,13 @@ OPEN_MPI_FORTRAN_HANDLES = {
     "REPLACE": 13,
     "NO_OP": 14,
 }
+
+
+@pytest.fixture(autouse=True)
+def installed_instance():
+    """Reductions act on the default instance: a one-rank loopback one here."""
+    with default_instance() as instance:
+        yield instance
 
 
 def test_every_predefined_operation_exists_with_open_mpi_fortran_handle():
@@ -357,8 +365,8 @@ def test_a_user_kernel_accepts_any_contiguous_buffer_and_passes_bytes_of_count_e
 
     op = Op.Create(record)
     try:
-        run = base.kernel(op, types.DOUBLE)
-        assert base.kernel(op, types.DOUBLE) is run  # made once per datatype
+        run = default().op.kernel(op, types.DOUBLE)
+        assert default().op.kernel(op, types.DOUBLE) is run  # made once per datatype
         run(np.zeros(4), np.zeros(4), 3)  # typed arrays rather than byte views
         assert seen == [("B", 24, "B", 24)]
     finally:

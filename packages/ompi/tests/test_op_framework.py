@@ -12,9 +12,12 @@ import pytest
 from stevedore import ExtensionManager
 
 from ompy.ompi import errors
+from ompy.ompi.api.testing import make_world
 from ompy.ompi.datatype import predefined as types
 from ompy.ompi.errors import Exception as MPIException
-from ompy.ompi.mca.op import INTERFACE_VERSION, Intrinsic, OpComponent, OpModule, base, framework
+from ompy.ompi.instance import adopt
+from ompy.ompi.mca.op import INTERFACE_VERSION, Intrinsic, OpComponent, OpModule, framework
+from ompy.ompi.mca.op.base import OpSelection
 from ompy.ompi.op import BAND, PROD, REPLACE, SUM, Op
 from ompy.opal.mca import Cardinality, ComponentVersionError
 from ompy.opal.mca.discovery import check_component_class
@@ -106,7 +109,7 @@ grumpy = op_fixture_components:Grumpy
 
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
-    """The fixture components on ``sys.path``; the op framework starts and ends unopened."""
+    """The fixture components on ``sys.path`` (each test opens its own op selection)."""
     root = tmp_path / "site"
     root.mkdir()
     (root / "op_fixture_components.py").write_text(textwrap.dedent(COMPONENTS))
@@ -116,17 +119,17 @@ def installed(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text(ENTRY_POINTS.lstrip())
     monkeypatch.syspath_prepend(str(root))
     ExtensionManager.ENTRY_POINT_CACHE.clear()
-    base.reset_selection()
     yield
-    base.reset_selection()
     ExtensionManager.ENTRY_POINT_CACHE.clear()
     sys.modules.pop("op_fixture_components", None)
 
 
-def open_with(**settings: str):
-    """Open the op framework with these MCA settings (``op="fast,slow"``) and nothing else."""
+def open_with(**settings: str) -> OpSelection:
+    """An op framework opened with these MCA settings (``op="fast,slow"``) and nothing else."""
     environ = {f"OMPY_MCA_{name}": value for name, value in settings.items()}
-    return base.modules(Registry(environ=environ, files=[]))
+    selection = OpSelection(Registry(environ=environ, files=[]))
+    selection.modules()
+    return selection
 
 
 def asked():
@@ -166,14 +169,14 @@ def test_an_op_component_fits_the_framework_and_another_major_version_does_not()
 
 
 def test_modules_come_best_priority_first_and_silent_components_are_left_out(installed):
-    chosen = open_with(op="fast,slow,shy")
+    chosen = open_with(op="fast,slow,shy").modules()
     assert [component.name for component, _ in chosen] == ["fast", "slow"]
 
 
 def test_the_best_module_that_implements_a_pair_supplies_its_kernel(installed):
-    open_with(op="fast,slow")
-    assert base.kernel(SUM, types.DOUBLE).origin == "fast"
-    assert base.kernel(SUM, types.INT).origin == "slow"  # fast passes on INT
+    sel = open_with(op="fast,slow")
+    assert sel.kernel(SUM, types.DOUBLE).origin == "fast"
+    assert sel.kernel(SUM, types.INT).origin == "slow"  # fast passes on INT
     assert asked() == [
         ("fast", Intrinsic.SUM, "MPI_DOUBLE"),
         ("fast", Intrinsic.SUM, "MPI_INT"),
@@ -182,23 +185,23 @@ def test_the_best_module_that_implements_a_pair_supplies_its_kernel(installed):
 
 
 def test_a_priority_parameter_changes_which_module_wins(installed):
-    open_with(op="fast,slow", op_slow_priority="100")
-    assert base.kernel(SUM, types.DOUBLE).origin == "slow"
+    sel = open_with(op="fast,slow", op_slow_priority="100")
+    assert sel.kernel(SUM, types.DOUBLE).origin == "slow"
 
 
 def test_kernels_are_chosen_once_per_pair_and_shared_by_handles_and_aliases(installed):
-    open_with(op="fast,slow")
-    first = base.kernel(SUM, types.INT)
+    sel = open_with(op="fast,slow")
+    first = sel.kernel(SUM, types.INT)
     count = len(asked())
-    assert base.kernel(Op(SUM), types.SIGNED_INT) is first
-    assert base.intrinsic_kernel(Intrinsic.SUM, types.INT) is first
+    assert sel.kernel(Op(SUM), types.SIGNED_INT) is first
+    assert sel.intrinsic_kernel(Intrinsic.SUM, types.INT) is first
     assert len(asked()) == count
 
 
 def test_no_module_for_a_pair_is_an_op_error_that_says_what_to_install(installed):
-    open_with(op="fast,slow")
+    sel = open_with(op="fast,slow")
     with pytest.raises(MPIException) as info:
-        base.kernel(PROD, types.INT)
+        sel.kernel(PROD, types.INT)
     assert info.value.Get_error_class() == errors.ERR_OP
     message = str(info.value)
     assert "no op component implements MPI.PROD on MPI_INT" in message
@@ -208,80 +211,89 @@ def test_no_module_for_a_pair_is_an_op_error_that_says_what_to_install(installed
 
 
 def test_a_component_failing_its_query_is_skipped_and_reported(installed):
-    chosen = open_with(op="^ufunc")
-    assert [component.name for component, _ in chosen] == ["fast", "slow"]
-    failures = base.opened_framework().failures
+    sel = open_with(op="^ufunc")
+    assert [component.name for component, _ in sel.modules()] == ["fast", "slow"]
+    failures = sel.opened().failures
     assert [(f.name, f.reason) for f in failures] == [("grumpy", "query failed: no kernels today")]
     with pytest.raises(MPIException, match="failed: grumpy: query failed: no kernels today"):
-        base.kernel(PROD, types.INT)
+        sel.kernel(PROD, types.INT)
 
 
 def test_forbidden_combinations_and_user_operations_never_ask_the_modules(installed):
-    open_with(op="fast,slow")
+    sel = open_with(op="fast,slow")
     with pytest.raises(MPIException, match=r"MPI\.BAND is not defined on MPI_DOUBLE"):
-        base.kernel(BAND, types.DOUBLE)
+        sel.kernel(BAND, types.DOUBLE)
     op = Op.Create(lambda a, b, t: None)
     try:
-        base.kernel(op, types.DOUBLE)(bytes(8), bytearray(8), 1)
+        sel.kernel(op, types.DOUBLE)(bytes(8), bytearray(8), 1)
     finally:
         op.Free()
     assert asked() == []
 
 
-def test_reopening_with_another_registry_needs_a_reset(installed):
-    open_with(op="fast")
-    with pytest.raises(MPIException, match="reset_selection"):
-        open_with(op="slow")
-    base.reset_selection()
-    assert [component.name for component, _ in open_with(op="slow")] == ["slow"]
+def test_two_selections_in_one_interpreter_are_independent(installed):
+    fast, slow = open_with(op="fast"), open_with(op="slow")
+    assert fast.kernel(SUM, types.DOUBLE).origin == "fast"
+    assert slow.kernel(SUM, types.DOUBLE).origin == "slow"
 
 
 # -- reductions through the framework -----------------------------------------------------------
 
 
 def test_reduce_local_with_a_predefined_operation_runs_the_selected_kernel(installed):
-    open_with(op="fast,slow")
-    inout = np.array([10.0, 20.0, 30.0])
-    SUM.Reduce_local(np.array([1.0, 2.0, 3.0]), inout)
-    assert inout.tolist() == [11.0, 22.0, 33.0]
-    SUM.Reduce_local(inout, inout)  # MPI.IN_PLACE-like aliasing
-    assert inout.tolist() == [22.0, 44.0, 66.0]
-    empty = np.zeros(0, "i")
-    SUM.Reduce_local(np.zeros(0, "i"), empty)
-    assert empty.size == 0
+    (world,) = make_world(1, registry=Registry(environ={"OMPY_MCA_op": "fast,slow"}, files=[]))
+    adopt(world._c.instance)  # Reduce_local runs on the default instance's op framework
+    try:
+        inout = np.array([10.0, 20.0, 30.0])
+        SUM.Reduce_local(np.array([1.0, 2.0, 3.0]), inout)
+        assert inout.tolist() == [11.0, 22.0, 33.0]
+        SUM.Reduce_local(inout, inout)  # MPI.IN_PLACE-like aliasing
+        assert inout.tolist() == [22.0, 44.0, 66.0]
+        empty = np.zeros(0, "i")
+        SUM.Reduce_local(np.zeros(0, "i"), empty)
+        assert empty.size == 0
+        assert world._c.instance.op.kernel(SUM, types.DOUBLE).origin == "fast"
+    finally:
+        adopt(None)
+
+
+def test_reduce_local_needs_mpi():
+    with pytest.raises(MPIException, match=r"Op\.Reduce_local: MPI is not initialized"):
+        SUM.Reduce_local(np.zeros(1), np.zeros(1))
 
 
 def test_accumulates_admit_replace_but_reductions_and_user_operations_do_not(installed):
-    open_with(op="fast,slow")
+    sel = open_with(op="fast,slow")
     target = np.array([1, 2], "i")
-    base.accumulate_kernel(REPLACE, types.INT)(np.array([7, 8], "i"), target, 2)
+    sel.accumulate_kernel(REPLACE, types.INT)(np.array([7, 8], "i"), target, 2)
     assert target.tolist() == [7, 8]
     with pytest.raises(MPIException, match="one-sided accumulate operations only"):
-        base.kernel(REPLACE, types.INT)
+        sel.kernel(REPLACE, types.INT)
     op = Op.Create(lambda a, b, t: None)
     try:
         with pytest.raises(MPIException, match="cannot be used in one-sided accumulate") as info:
-            base.accumulate_kernel(op, types.INT)
+            sel.accumulate_kernel(op, types.INT)
         assert info.value.Get_error_class() == errors.ERR_OP
     finally:
         op.Free()
 
 
 def test_a_non_op_is_refused_with_a_type_error():
+    sel = OpSelection(Registry(environ={}, files=[]))
     with pytest.raises(TypeError, match=r"expecting an MPI\.Op"):
-        base.kernel("SUM", types.INT)
+        sel.kernel("SUM", types.INT)
     with pytest.raises(TypeError, match=r"expecting an MPI\.Datatype"):
-        base.kernel(SUM, "d")
+        sel.kernel(SUM, "d")
 
 
 def test_finalize_closes_the_components_and_forgets_the_kernels(installed):
-    open_with(op="fast,slow")
-    fast = base.kernel(SUM, types.DOUBLE)
+    sel = open_with(op="fast,slow")
+    fast = sel.kernel(SUM, types.DOUBLE)
     assert fast.origin == "fast"
-    base.finalize()
+    sel.finalize()
     assert ("closed", "slow") in asked()
-    assert base.opened_framework() is None
-    base.finalize()  # nothing left to close
+    assert sel.opened() is None
+    sel.finalize()  # nothing left to close
     assert asked().count(("closed", "slow")) == 1
-    open_with(op="slow")  # a new selection starts from scratch, no stale kernel
-    assert base.kernel(SUM, types.DOUBLE).origin == "slow"
+    sel = open_with(op="slow")  # a new selection starts from scratch, no stale kernel
+    assert sel.kernel(SUM, types.DOUBLE).origin == "slow"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ompy.ompi import errors
+from ompy.ompi.api.testing import default_instance
 from ompy.ompi.datatype import BY_KEY
 from ompy.ompi.datatype import predefined as types
 from ompy.ompi.errors import Exception as MPIException
@@ -98,6 +99,11 @@ def test_accumulates_also_admit_replace_and_no_op_on_every_datatype(key):
     ],
 )
 def test_reduce_local_refuses_forbidden_combinations_with_a_clear_op_error(op, datatype, says):
+    with default_instance():
+        _refused(op, datatype, says)
+
+
+def _refused(op, datatype, says):
     buffers = [np.zeros(2, datatype.dtype) for _ in range(2)]
     with pytest.raises(MPIException, match=re.escape(says)) as info:
         op.Reduce_local([buffers[0], datatype], [buffers[1], datatype])

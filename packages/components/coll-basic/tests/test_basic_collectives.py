@@ -13,25 +13,17 @@ from pathlib import Path
 import pytest
 
 from ompy.ompi.api.testing import make_world, run_ranks
-from ompy.ompi.mca.coll import base
 from ompy.opal.mca.params import Registry
 
 sys.path.insert(0, str(Path(__file__).parent))
 import battery  # shared with the multi-process tests in integration/coll
 
-
-@pytest.fixture
-def basic_only():
-    """The coll framework opened with basic alone, closed again afterwards."""
-    base.reset_selection()
-    base.opened_framework(Registry(environ={"OMPY_MCA_coll": "basic"}, files=[]))
-    yield
-    base.reset_selection()
+BASIC_ONLY = Registry(environ={"OMPY_MCA_coll": "basic"}, files=[])
 
 
 @pytest.mark.parametrize("size", range(1, 10))
-def test_every_collective_matches_its_reference(basic_only, size):
-    worlds = make_world(size)
+def test_every_collective_matches_its_reference(size):
+    worlds = make_world(size, registry=BASIC_ONLY)
     assert all(
         world._c.coll.provider(op) == "basic"
         for world in worlds

@@ -1,6 +1,6 @@
 """Fixtures: several ranks of one communicator in this process (threads over a loopback PML).
 
-Each simulated rank has its own MPI process state, loopback PML and progress engine, and a
+Each simulated rank has its own MPI instance, loopback PML and progress engine, and a
 Proc with a job id (which the sm component needs to name segments); the sm component's module
 is enabled on every rank at once, as communicator creation would, and disabled afterwards.
 Teardown checks that no segment of the job is left in /dev/shm.
@@ -18,8 +18,8 @@ import pytest
 
 from ompy.mca.coll.sm import SmCollComponent
 from ompy.ompi.api.communicator import Communicator
-from ompy.ompi.api.process import MpiProcess
 from ompy.ompi.api.testing import Fabric, LoopbackPml, run_ranks
+from ompy.ompi.instance import Instance
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.shmem import base as shmem_base
 from ompy.opal.proc import Proc
@@ -49,16 +49,17 @@ class World:
         procs = tuple(Proc(self.jobid, r, node_id=nodes[r]) for r in range(size))
         self.comms = []
         for rank in range(size):
-            process = MpiProcess(
+            instance = Instance(
                 pml=LoopbackPml(fabric, rank),
                 engine=ProgressEngine(spin_count=0, block_max_ms=1.0),
                 world_rank=rank,
                 world_size=size,
                 procs=procs,
                 abort=_abort,
+                registry=self.registry,
             )
-            comm = Communicator(process, 0, tuple(range(size)), "world")
-            process.pml.add_comm(comm)
+            comm = Communicator(instance, 0, tuple(range(size)), "world")
+            instance.pml.add_comm(comm)
             self.comms.append(comm)
         self.modules: list[Any] = [None] * size
 

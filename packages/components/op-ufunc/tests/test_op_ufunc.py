@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ompy.mca.op.ufunc import UfuncComponent, UfuncModule
+from ompy.ompi.api.testing import default_instance
 from ompy.ompi.datatype import BY_KEY
 from ompy.ompi.datatype import predefined as types
+from ompy.ompi.instance import default
 from ompy.ompi.mca.op import Intrinsic, base
 from ompy.ompi.op import LAND, LXOR, MAX, MAXLOC, MINLOC, NO_OP, PREDEFINED, REPLACE, SUM
 from ompy.opal.mca.discovery import list_candidates
@@ -30,10 +32,8 @@ COUNTS = (0, 1, 37, 1000)
 @pytest.fixture(autouse=True)
 def ufunc_only():
     """Reductions in these tests run on the ufunc component and nothing else."""
-    base.reset_selection()
-    base.modules(Registry(environ={"OMPY_MCA_op": "ufunc"}, files=[]))
-    yield
-    base.reset_selection()
+    with default_instance(Registry(environ={"OMPY_MCA_op": "ufunc"}, files=[])):
+        yield
 
 
 def sample(datatype, count, rng):
@@ -146,12 +146,12 @@ def test_location_kernels_agree_with_mpi_for_any_block_size(xs, ys, block, op):
 
 def test_replace_and_no_op_serve_one_sided_accumulates():
     target = np.array([1.0, 2.0])
-    base.accumulate_kernel(REPLACE, types.DOUBLE)(np.array([7.0, 8.0]), target, 2)
+    default().op.accumulate_kernel(REPLACE, types.DOUBLE)(np.array([7.0, 8.0]), target, 2)
     assert target.tolist() == [7.0, 8.0]
-    base.accumulate_kernel(NO_OP, types.DOUBLE)(np.array([0.0, 0.0]), target, 2)
+    default().op.accumulate_kernel(NO_OP, types.DOUBLE)(np.array([0.0, 0.0]), target, 2)
     assert target.tolist() == [7.0, 8.0]
     pairs = np.array([(1.0, 1)], types.DOUBLE_INT.dtype)
-    base.accumulate_kernel(REPLACE, types.DOUBLE_INT)(
+    default().op.accumulate_kernel(REPLACE, types.DOUBLE_INT)(
         np.array([(3.0, 4)], types.DOUBLE_INT.dtype), pairs, 1
     )
     assert tuple(pairs[0].tolist()) == (3.0, 4)
@@ -178,7 +178,7 @@ def test_large_reductions_allocate_nothing_proportional_to_the_message(op, datat
     count = 1 << 20
     a = np.zeros(count, datatype.dtype)
     b = np.zeros(count, datatype.dtype)
-    run = base.kernel(op, datatype)
+    run = default().op.kernel(op, datatype)
     run(memoryview(a), memoryview(b), 1)  # warm up numpy's loops
     peak = peak_bytes(lambda: run(memoryview(a), memoryview(b), count))
     assert peak < a.nbytes // 16, f"{peak} bytes allocated for a {a.nbytes}-byte reduction"

@@ -28,7 +28,6 @@ __all__ = [
     "SIMILAR",
     "UNEQUAL",
     "Group",
-    "set_world_group",
 ]
 
 
@@ -308,25 +307,15 @@ GROUP_EMPTY: Final = Group._of(_EMPTY)
 #: The null group handle.
 GROUP_NULL: Final = Group()
 
-_world: Group | None = None
-
-
-def set_world_group(group: Group | None) -> None:
-    """Declare the group of ``COMM_WORLD`` (done once by MPI initialization, undone at finalize).
-
-    ``Translate_ranks`` translates into it when no target group is given, as mpi4py does.
-    """
-    global _world
-    if group is not None and not isinstance(group, Group):
-        raise TypeError(f"the world group must be a Group, not {type(group).__name__}")
-    _world = group
-
 
 def _world_group() -> Group:
-    if _world is None:
+    from .instance import default  # the instance module builds on groups
+
+    instance = default()
+    if instance is None:
         raise MPIException(
             ERR_GROUP,
             "Translate_ranks without a target group translates into the group of COMM_WORLD, "
             "which does not exist before MPI is initialized; pass the target group",
         )
-    return _world
+    return instance.world_group

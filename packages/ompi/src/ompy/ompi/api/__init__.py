@@ -2,10 +2,12 @@
 
 ``ompy/MPI.py`` re-exports what programs use; the modules here hold the code:
 
-- :mod:`.process` the per-process MPI state (the selected PML, progress engine, context ids);
+- :mod:`ompy.ompi.instance` (one level up) the per-process MPI state every object reaches
+  through ``.instance``; :mod:`ompy.ompi.boot` brings it up and down with the run-time;
 - :mod:`.communicator` what the PML sees of a communicator; :mod:`.comm` the ``Comm`` handles;
 - :mod:`.request`, :mod:`.message` nonblocking operations and matched messages;
 - :mod:`.pickled` the lowercase methods' object transport (pickle protocol 5, out-of-band buffers);
 - :mod:`.internal` and :mod:`.cid` the library's own collectives on reserved negative tags;
-- :mod:`.init` MPI initialization and finalization; :mod:`.environment` Wtime and friends.
+- :mod:`.init` the world model (``Init``/``Finalize``, ``COMM_WORLD``);
+  :mod:`.environment` Wtime and friends.
 """

@@ -15,10 +15,10 @@ from .internal import allgather
 
 def agree_context_id(parent: Communicator, start: int = 0) -> int:
     """A context id free on every member of ``parent``, reserved locally by the caller."""
-    process = parent.process
+    instance = parent.instance
     while True:
-        candidate = max(allgather(parent, process.lowest_free_cid(start)))
-        free = candidate not in process.cids
+        candidate = max(allgather(parent, instance.lowest_free_cid(start)))
+        free = candidate not in instance.cids
         if all(allgather(parent, free)):
             return candidate
         start = candidate + 1

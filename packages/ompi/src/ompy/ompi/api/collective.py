@@ -29,7 +29,6 @@ from ..datatype.buffer import (
 )
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
-from ..mca.op.base import kernel
 from ..op import SUM, Op
 from . import object_collectives as objects
 from .checks import as_int
@@ -268,11 +267,11 @@ class Collectives:
         root = _root(root, c, call)
         if c.rank != root:
             sendspec = _send_spec(sendbuf, call, in_place=False)
-            _check_op(op, sendspec.datatype)
+            _check_op(c, op, sendspec.datatype)
             return c, sendspec, None, root
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
-        _check_op(op, recvspec.datatype)
+        _check_op(c, op, recvspec.datatype)
         return c, sendspec, recvspec, root
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
@@ -291,7 +290,7 @@ class Collectives:
         c = self._live(call)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
-        _check_op(op, recvspec.datatype)
+        _check_op(c, op, recvspec.datatype)
         return c, sendspec, recvspec
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
@@ -332,7 +331,7 @@ class Collectives:
         if sendbuf is IN_PLACE:
             whole = _blocks(recvbuf, size, readonly=False, call=call)
             recvspec = _first_block(whole)
-            _check_op(op, recvspec.datatype)
+            _check_op(c, op, recvspec.datatype)
             return c, parse_buffer(IN_PLACE, in_place=True), recvspec
         recvspec = parse_buffer(recvbuf, readonly=False)
         blocks = _blocks(sendbuf, size, readonly=True, call=call)
@@ -342,7 +341,7 @@ class Collectives:
                 f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
                 f"count {recvspec.count}"
             )
-        _check_op(op, recvspec.datatype)
+        _check_op(c, op, recvspec.datatype)
         return c, _whole(blocks), recvspec
 
     def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
@@ -374,7 +373,7 @@ class Collectives:
                     f"{call}: mismatch in receive count {parsed.count} and sum(counts) "
                     f"{sum(counts)}"
                 )
-            _check_op(op, parsed.datatype)
+            _check_op(c, op, parsed.datatype)
             recvspec = _prefix(parsed, counts[rank])
             return c, parse_buffer(IN_PLACE, in_place=True), recvspec, counts
         sendspec = _send_spec(sendbuf, call, in_place=False)
@@ -392,7 +391,7 @@ class Collectives:
                 f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] "
                 f"{counts[rank]}"
             )
-        _check_op(op, parsed.datatype)
+        _check_op(c, op, parsed.datatype)
         return c, sendspec, parsed, counts
 
     def Reduce_scatter(
@@ -495,9 +494,9 @@ def _vector(
     )
 
 
-def _check_op(op: Any, datatype: Datatype) -> None:
+def _check_op(c: Communicator, op: Any, datatype: Datatype) -> None:
     """Fail now, on every member, if ``op`` cannot reduce ``datatype`` (not mid-collective)."""
-    kernel(op, datatype)
+    c.instance.op.kernel(op, datatype)
 
 
 def _same_type(sent: Datatype, received: Datatype, call: str) -> None:

@@ -26,6 +26,7 @@ from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle
+from ..instance import world_state
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
@@ -35,9 +36,6 @@ from .p2p import PointToPoint
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
-
-#: Whether MPI has been initialized / finalized; :mod:`.init` keeps these up to date.
-lifecycle = {"initialized": False, "finalized": False}
 
 
 class Comm(PointToPoint, Handle, referent="_c"):
@@ -66,7 +64,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
         if c is not None and not c.freed:
             return c
         if self is COMM_WORLD or self is COMM_SELF:
-            state = "finalized" if lifecycle["finalized"] else "not initialized"
+            state = "finalized" if world_state().world_finalized else "not initialized"
             raise MPIException(
                 ERR_COMM, f"{call}: MPI is {state}; {self._predefined_name()} is not usable"
             )
@@ -179,7 +177,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
             IO: c.rank,
             WTIME_IS_GLOBAL: False,
             APPNUM: 0,
-            UNIVERSE_SIZE: c.process.world_size,
+            UNIVERSE_SIZE: c.instance.world_size,
             LASTUSEDCODE: ERR_LASTCODE,
         }
         try:
@@ -200,7 +198,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
         if world_ranks is None:
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        return type(self)._of(Communicator.create(parent.process, cid, world_ranks, name))
+        return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))
 
     def Dup(self, info: Any = None) -> Comm:
         """Duplicate a communicator."""
@@ -240,7 +238,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
                 f"Comm.Split_type: split type {split_type} is not supported (use "
                 "MPI.COMM_TYPE_SHARED or MPI.UNDEFINED)",
             )
-        node = c.process.procs[c.process.world_rank].node_id
+        node = c.instance.procs[c.instance.world_rank].node_id
         return self._split(c, node, key, "SPLIT_TYPE")
 
     def Create(self, group: Group) -> Comm:
@@ -256,7 +254,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
                 f"Comm.Create: the group holds processes outside the communicator (world ranks "
                 f"{outside}); it must be a subgroup of comm.Get_group()",
             )
-        world_ranks = tuple(procs) if c.process.world_rank in procs else None
+        world_ranks = tuple(procs) if c.instance.world_rank in procs else None
         return self._new(c, world_ranks, "CREATE")
 
     def Free(self) -> None:
@@ -273,7 +271,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
         """Terminate the MPI execution environment (every process of the job)."""
         c = self._live("Comm.Abort")
         errorcode = as_int(errorcode, "Comm.Abort: errorcode")
-        c.process.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
+        c.instance.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
 class Intracomm(Comm, Collectives):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..group import Group
+from ..instance import Instance
 from ..mca.coll.base import comm_select, comm_unselect
-from .process import MpiProcess
 
 
 class Communicator:
@@ -24,11 +24,11 @@ class Communicator:
         "engine",
         "freed",
         "group",
+        "instance",
         "name",
         "pml",
         "pml_state",
         "predefined",
-        "process",
         "rank",
         "size",
         "tag_ub",
@@ -37,22 +37,22 @@ class Communicator:
 
     def __init__(
         self,
-        process: MpiProcess,
+        instance: Instance,
         context_id: int,
         world_ranks: tuple[int, ...],
         name: str,
         *,
         predefined: bool = False,
     ) -> None:
-        self.process = process
-        self.pml = process.pml
-        self.engine = process.engine
-        self.tag_ub = process.pml.max_tag
+        self.instance = instance
+        self.pml = instance.pml
+        self.engine = instance.engine
+        self.tag_ub = instance.pml.max_tag
         self.context_id = context_id
         self.world_ranks = world_ranks
         self.size = len(world_ranks)
-        self.rank = world_ranks.index(process.world_rank)
-        self.group = Group.from_procs(world_ranks, process.world_rank)
+        self.rank = world_ranks.index(instance.world_rank)
+        self.group = Group.from_procs(world_ranks, instance.world_rank)
         self.name = name
         self.predefined = predefined
         self.freed = False
@@ -65,7 +65,7 @@ class Communicator:
     @classmethod
     def create(
         cls,
-        process: MpiProcess,
+        instance: Instance,
         context_id: int,
         world_ranks: tuple[int, ...],
         name: str,
@@ -73,9 +73,9 @@ class Communicator:
         predefined: bool = False,
     ) -> Communicator:
         """A new communicator, registered with the PML before any message can use it."""
-        comm = cls(process, context_id, world_ranks, name, predefined=predefined)
-        process.cids.add(context_id)
-        process.pml.add_comm(comm)
+        comm = cls(instance, context_id, world_ranks, name, predefined=predefined)
+        instance.cids.add(context_id)
+        instance.pml.add_comm(comm)
         comm.coll = comm_select(comm)
         return comm
 
@@ -86,7 +86,7 @@ class Communicator:
         self.freed = True
         comm_unselect(self)
         self.pml.del_comm(self)
-        self.process.cids.discard(self.context_id)
+        self.instance.cids.discard(self.context_id)
 
     def __repr__(self) -> str:
         return f"<Communicator {self.name!r} cid={self.context_id} rank={self.rank}/{self.size}>"

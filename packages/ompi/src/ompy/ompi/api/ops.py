@@ -48,7 +48,7 @@ def start_send(
 
 def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call: str) -> Any:
     """Copy into the attached buffer, send the copy, release its space once it is sent."""
-    pool = comm.process.bsend
+    pool = comm.instance.bsend
     copy, reservation = pool.copy_in(spec, call)
     try:
         inner = comm.pml.isend(copy, dest, tag, comm, STANDARD)

@@ -357,9 +357,10 @@ class PickledRecv:
 class ProbedRecv:
     """A receive sized by its message for a PML that cannot size one: matched probe, then imrecv.
 
-    The process advances it from a progress callback (:meth:`~.process.MpiProcess.track_pickled`)
-    so that it matches while the program waits for anything; it completes like a request
-    (``on_complete`` runs once) and its ``view`` holds the message.
+    The instance advances it from a progress callback
+    (:meth:`~ompy.ompi.instance.Instance.track_pickled`) so that it matches while the program
+    waits for anything; it completes like a request (``on_complete`` runs once) and its
+    ``view`` holds the message.
     """
 
     __slots__ = (
@@ -392,7 +393,7 @@ class ProbedRecv:
         self.on_complete: Any = None
         self.view: memoryview | None = None
         self._inner: Any = None
-        comm.process.track_pickled(self)
+        comm.instance.track_pickled(self)
 
     @property
     def done(self) -> bool:

@@ -12,23 +12,26 @@ layer is what it is for, not speed.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 
+from ompy.opal.mca.params import Registry
+from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.progress import ProgressEngine
 
 from ..constants import ANY_SOURCE, ANY_TAG, TAG_UB_VALUE
 from ..errors import ERR_TRUNCATE
 from ..errors import Exception as MPIException
+from ..instance import Instance, adopt
 from ..mca.pml.interface import PmlModule, SendMode
 from ..request import CoreRequest
 from .comm import Intracomm
 from .communicator import Communicator
-from .process import MpiProcess
 
 
 @attrs.define(eq=False)
@@ -223,27 +226,35 @@ def _abort(code: int, message: str) -> None:
 
 
 def make_world(
-    size: int, *, nodes: list[int] | None = None, abort: Callable[[int, str], Any] = _abort
+    size: int,
+    *,
+    nodes: list[int] | None = None,
+    abort: Callable[[int, str], Any] = _abort,
+    registry: Registry | None = None,
 ) -> list[Intracomm]:
     """``size`` loopback processes; returns each one's COMM_WORLD (index = rank).
 
-    ``nodes`` gives each rank's node id (default: all on node 0), for ``Split_type``.
+    Each rank is an independent :class:`~ompy.ompi.instance.Instance` (its own coll and op
+    frameworks, opened with ``registry``, the process-wide registry by default).  ``nodes``
+    gives each rank's node id (default: all on node 0), for ``Split_type``.
     """
     fabric = Fabric()
     nodes = nodes or [0] * size
+    registry = registry or process_registry()
     procs = tuple(LoopbackProc(rank, nodes[rank]) for rank in range(size))
     worlds = []
     for rank in range(size):
-        process = MpiProcess(
+        instance = Instance(
             pml=LoopbackPml(fabric, rank),
             engine=ProgressEngine(spin_count=0, block_max_ms=1.0),
             world_rank=rank,
             world_size=size,
             procs=procs,
             abort=abort,
+            registry=registry,
         )
         world = Communicator.create(
-            process, 0, tuple(range(size)), "MPI_COMM_WORLD", predefined=True
+            instance, 0, tuple(range(size)), "MPI_COMM_WORLD", predefined=True
         )
         worlds.append(Intracomm._of(world))
     return worlds
@@ -281,3 +292,19 @@ def run_ranks(
     if stuck:
         raise TimeoutError(f"ranks {stuck} did not finish in {timeout} s (a deadlock?)")
     return results
+
+
+@contextlib.contextmanager
+def default_instance(registry: Registry | None = None) -> Iterator[Instance]:
+    """A one-rank loopback instance made this interpreter's default while the block runs.
+
+    For tests of calls that act on the default instance without a communicator
+    (``Op.Reduce_local``, ``Translate_ranks`` into the world group, ...).
+    """
+    (world,) = make_world(1, registry=registry)
+    instance = world._c.instance
+    adopt(instance)
+    try:
+        yield instance
+    finally:
+        adopt(None)

@@ -17,8 +17,8 @@ from ..datatype.buffer import parse_buffer
 from ..errors import ERR_OP
 from ..errors import Exception as MPIException
 from ..handle import Handle
+from ..instance import current
 from ..mca.op import Intrinsic
-from ..mca.op.base import forget, kernel
 from .objects import OBJECT_FUNCTIONS
 from .operation import Operation, lookup, register, unregister
 
@@ -110,7 +110,7 @@ class Op(Handle, referent="_impl"):
             )
         if not operation.freed:
             operation.freed = True
-            forget(operation)
+            operation.kernels.clear()
             unregister(operation)
         self._impl = None
 
@@ -155,7 +155,8 @@ class Op(Handle, referent="_impl"):
                 f"mismatch in inbuf and inoutbuf MPI datatypes ({source.datatype.Get_name()} "
                 f"and {target.datatype.Get_name()})"
             )
-        kernel(self, target.datatype)(source.view, target.view, target.count)
+        run = current("Op.Reduce_local").op.kernel(self, target.datatype)
+        run(source.view, target.view, target.count)
 
     # -- handles --------------------------------------------------------------------------------
 

@@ -36,6 +36,9 @@ class Operation:
     index: int = 0
     #: Set by ``Free``; other handles to a freed operation then fail clearly.
     freed: bool = False
+    #: A user-defined operation's kernel per datatype layout (dropped by ``Free``).  They live
+    #: here, not in an instance's cache, so that freeing reaches every instance at once.
+    kernels: dict[Any, Any] = attrs.field(factory=dict)
 
 
 _lock = threading.Lock()

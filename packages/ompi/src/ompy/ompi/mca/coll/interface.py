@@ -19,7 +19,7 @@ Operations
 A module implements any subset of the methods below, by defining them (the base class defines
 none, so "implements" means "has the attribute").  ``comm`` is the internal
 :class:`~ompy.ompi.api.communicator.Communicator` (``rank``, ``size``, ``context_id``,
-``world_ranks``, ``pml``, ``engine``, ``process``, and ``coll``: the table, see
+``world_ranks``, ``pml``, ``engine``, ``instance``, and ``coll``: the table, see
 :mod:`ompy.ompi.mca.coll.base`).  Buffers arrive parsed and checked by the API layer:
 
 - ``BufferSpec`` (:mod:`ompy.ompi.datatype.buffer`): ``view`` (flat byte memoryview of exactly

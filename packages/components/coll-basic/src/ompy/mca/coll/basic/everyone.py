@@ -120,7 +120,7 @@ def scan(comm: Any, tag: int, sendspec: Any, recvspec: Any, op: Any) -> Rounds:
     if rank > 0:
         previous = scratch(recvspec.view.nbytes)
         yield (recv(comm, previous, rank - 1, tag),)
-        combine(op, recvspec.datatype, previous, recvspec.view, recvspec.count)
+        combine(comm, op, recvspec.datatype, previous, recvspec.view, recvspec.count)
     if rank < comm.size - 1:
         yield (send(comm, recvspec.view, rank + 1, tag),)
 
@@ -133,6 +133,6 @@ def exscan(comm: Any, tag: int, sendspec: Any, recvspec: Any, op: Any) -> Rounds
     if rank > 0:
         yield (recv(comm, recvspec.view, rank - 1, tag),)
         if rank < last:
-            combine(op, recvspec.datatype, recvspec.view, mine, recvspec.count)
+            combine(comm, op, recvspec.datatype, recvspec.view, mine, recvspec.count)
     if rank < last:
         yield (send(comm, mine, rank + 1, tag),)

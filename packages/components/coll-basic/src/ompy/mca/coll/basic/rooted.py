@@ -99,7 +99,7 @@ def tree_reduce(  # noqa: PLR0917 (a schedule's arguments are positional)
         partials = [scratch(source.nbytes) for _ in children]
         yield [recv(comm, partials[i], child, tag) for i, child in enumerate(children)]
         for partial in partials:
-            combine(op, datatype, accumulated, partial, count)  # partial = mine op partial
+            combine(comm, op, datatype, accumulated, partial, count)  # partial = mine op partial
             accumulated = partial
     parent = binomial_parent(rank, root, size)
     if parent is not None:

@@ -116,7 +116,7 @@ class SmCollComponent(CollComponent):
         if comm.size < 2:
             self.say(f"{label} has a single rank: nothing to share")
             return None
-        procs = comm.process.procs
+        procs = comm.instance.procs
         members = [procs[world] for world in comm.world_ranks]
         if not all(hasattr(proc, "jobid") for proc in members):
             self.say(f"{label}: no job identity, so no segment name the launcher could clean up")
@@ -139,7 +139,7 @@ class SmCollComponent(CollComponent):
 
     def create_segment(self, comm: Any, size: int) -> Segment:
         """A new segment for ``comm``, named so the launcher can remove it after a crash."""
-        me = comm.process.procs[comm.process.world_rank]
+        me = comm.instance.procs[comm.instance.world_rank]
         name = f"ompy-{me.jobid}-coll-sm-{me.rank}-{comm.context_id}-{next(self._serial)}"
         segment = shmem_base.selection(self.registry).module.create(name, size)
         self.say(f"{name}: {size} bytes for {comm.size} ranks of {comm.name!r}")

@@ -34,7 +34,6 @@ import numpy as np
 from ompy.ompi.errors import ERR_BUFFER
 from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.coll import CollModule
-from ompy.ompi.mca.op.base import kernel
 from ompy.opal.mca.shmem import Segment, SegmentBusyError, SegmentDescriptor
 
 from . import layout as L  # noqa: N812 (read as "the layout")
@@ -73,7 +72,7 @@ class SmCollModule(CollModule):
 
     def enable(self, comm: Any) -> None:
         """Collective: rank 0 creates the segment, everyone attaches, rank 0 unlinks it."""
-        me = comm.process.procs[comm.process.world_rank]
+        me = comm.instance.procs[comm.instance.world_rank]
         doorbell = Doorbell(me.jobid, me.rank)
         try:
             segment, plan, bells = establish(
@@ -288,7 +287,7 @@ class SmCollModule(CollModule):
                 f"fragment (coll_sm_fragment_size = {self.fragment}); raise the fragment size "
                 "or exclude the component (--mca coll ^sm)",
             )
-        run = kernel(op, datatype)
+        run = comm.instance.op.kernel(op, datatype)
         if nbytes < self.split_min:
             self._reduce_small(
                 comm,

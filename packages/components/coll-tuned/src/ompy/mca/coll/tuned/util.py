@@ -80,7 +80,7 @@ def fold_in(  # noqa: PLR0917 (a schedule's arguments are positional)
             yield (send(comm, data, rank + 1, tag),)
             return -1
         yield (recv(comm, tmp, rank - 1, tag),)
-        combine(op, datatype, tmp, data, count)
+        combine(comm, op, datatype, tmp, data, count)
         return rank // 2
     return rank - remainder
 

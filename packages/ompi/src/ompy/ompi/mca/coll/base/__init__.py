@@ -4,7 +4,7 @@ For the API layer::
 
     comm.coll = comm_select(comm)          # on communicator creation (Communicator.create)
     comm_unselect(comm)                    # on Comm.Free / Finalize
-    finalize()                             # at Finalize: what is left, then the components
+    comm.instance.coll.finalize()          # at Finalize: what is left, then the components
     comm.coll.allreduce(comm, sendspec, recvspec, op)
 
 For component authors, an algorithm written once as a schedule serves both forms::
@@ -41,14 +41,7 @@ from .helpers import (
     subtree_size,
 )
 from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
-from .select import (
-    comm_select,
-    comm_unselect,
-    finalize,
-    is_open,
-    opened_framework,
-    reset_selection,
-)
+from .select import CollSelection, comm_select, comm_unselect
 from .table import CollTable, Provider, build_table
 from .tags import FIRST_TAG, LAST_TAG, TAGS, claim_tag, next_tag
 
@@ -57,6 +50,7 @@ __all__ = [
     "LAST_TAG",
     "TAGS",
     "Algorithm",
+    "CollSelection",
     "CollTable",
     "Provider",
     "Schedule",
@@ -70,14 +64,10 @@ __all__ = [
     "comm_select",
     "comm_unselect",
     "copy",
-    "finalize",
     "in_flight",
-    "is_open",
     "next_tag",
-    "opened_framework",
     "recv",
     "region",
-    "reset_selection",
     "run_schedule",
     "scratch",
     "send",

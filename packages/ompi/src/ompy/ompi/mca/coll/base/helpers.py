@@ -18,7 +18,6 @@ from typing import Any
 
 from ....datatype.buffer import BufferSpec, VectorBufferSpec
 from ....datatype.predefined import BYTE
-from ...op.base import kernel
 from ...pml.interface import SendMode
 
 _STANDARD = SendMode.STANDARD
@@ -45,10 +44,15 @@ def copy(target: memoryview, source: memoryview) -> None:
         target[:] = source
 
 
-def combine(op: Any, datatype: Any, inmem: Any, inoutmem: Any, count: int) -> None:
-    """``inoutmem = inmem op inoutmem`` on ``count`` elements (``inmem``: the lower ranks)."""
+def combine(  # noqa: PLR0917 (the algorithms call it positionally, on the hot path)
+    comm: Any, op: Any, datatype: Any, inmem: Any, inoutmem: Any, count: int
+) -> None:
+    """``inoutmem = inmem op inoutmem`` on ``count`` elements (``inmem``: the lower ranks).
+
+    The kernel comes from the op framework of ``comm``'s instance.
+    """
     if count:
-        kernel(op, datatype)(inmem, inoutmem, count)
+        comm.instance.op.kernel(op, datatype)(inmem, inoutmem, count)
 
 
 def scratch(nbytes: int) -> memoryview:

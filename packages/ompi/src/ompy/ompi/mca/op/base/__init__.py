@@ -2,40 +2,22 @@
 
 Typical use by a collective component::
 
-    from ompy.ompi.mca.op.base import kernel
-
-    run = kernel(op, spec.datatype)     # ERR_OP if MPI forbids the pair or nothing implements it
+    run = comm.instance.op.kernel(op, spec.datatype)   # ERR_OP if MPI forbids the pair or
+                                                       # nothing implements it
     run(received, spec.view, spec.count)  # spec.view = received op spec.view, in place
 """
 
 from __future__ import annotations
 
 from .rules import ALLOWED, TypeClass, allowed, check, type_class
-from .select import (
-    accumulate_kernel,
-    finalize,
-    forget,
-    intrinsic_kernel,
-    kernel,
-    modules,
-    opened_framework,
-    reset_selection,
-    user_kernel,
-)
+from .select import OpSelection, user_kernel
 
 __all__ = [
     "ALLOWED",
+    "OpSelection",
     "TypeClass",
-    "accumulate_kernel",
     "allowed",
     "check",
-    "finalize",
-    "forget",
-    "intrinsic_kernel",
-    "kernel",
-    "modules",
-    "opened_framework",
-    "reset_selection",
     "type_class",
     "user_kernel",
 ]

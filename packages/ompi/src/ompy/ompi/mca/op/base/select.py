@@ -1,11 +1,12 @@
 """Choosing the kernel of each (operation, datatype) pair, once, and remembering it.
 
-The op framework is opened on first use (entry-point scan, imports, ``query``) and its modules
-are kept, best priority first, for the life of the process.  The first time a pair is used, the
+Each instance (``ompy.ompi.instance.Instance.op``) has one :class:`OpSelection`: the op
+framework is opened on first use (entry-point scan, imports, ``query``) and its modules are
+kept, best priority first, for the life of the instance.  The first time a pair is used, the
 rules of MPI are checked and the modules are asked in order; the answer is cached, so the hot
 path of every later reduction is one dict lookup::
 
-    run = kernel(op, datatype)          # once per collective call
+    run = comm.instance.op.kernel(op, datatype)   # once per collective call
     run(inmem, inoutmem, count)         # once per step of the algorithm
 
 User-defined operations (``Op.Create``) need no component: their kernel calls the user's
@@ -17,11 +18,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ompy.opal.mca import Component, OpenFramework, open_framework
 from ompy.opal.mca.params import Registry
-from ompy.opal.mca.params import registry as process_registry
 
 from ....datatype import Datatype
 from ....datatype.datatype import null_datatype_error
@@ -39,92 +39,164 @@ class Operation(Protocol):
     intrinsic: Intrinsic | None
     function: Callable[[Any, Any, Any], Any] | None
     freed: bool
+    kernels: dict[Any, Kernel]
 
 
+@runtime_checkable
 class OpHandle(Protocol):
     """An ``MPI.Op``: ``_impl`` is its :class:`Operation`, or ``None`` for ``OP_NULL``."""
 
     _impl: Operation | None
 
 
-_lock = threading.Lock()
-_opened: OpenFramework | None = None
-_modules: tuple[tuple[Component, OpModule], ...] = ()
-#: (operation, layout) -> kernel, for reductions; the hot-path cache.
-_kernels: dict[tuple[Any, Any], Kernel] = {}
-#: The same for one-sided accumulate operations (which also admit REPLACE and NO_OP).
-_accumulate_kernels: dict[tuple[Any, Any], Kernel] = {}
-#: (intrinsic, layout, accumulate) -> kernel, shared by both caches above.
-_intrinsic_kernels: dict[tuple[Intrinsic, Any, bool], Kernel] = {}
+class OpSelection:
+    """The op framework of one instance: its modules, best first, and the kernel caches.
 
-
-def kernel(op: OpHandle, datatype: Datatype) -> Kernel:
-    """The kernel applying ``op`` to elements of ``datatype`` in a reduction.
-
-    Raises ``MPI.Exception`` with ``ERR_OP`` when ``op`` is null or freed, when MPI does not
-    define ``op`` on ``datatype``, or when no installed component implements it.
+    The framework is opened on first use (entry-point scan, imports, ``query``); the kernel of
+    each (operation, datatype) pair is chosen once and cached, so the hot path of every later
+    reduction is one dict lookup (:meth:`kernel`).
     """
-    try:  # the attributes are read directly: this is the hot path of every reduction
-        return _kernels[op._impl, datatype._layout]
-    except (KeyError, AttributeError):
-        return _resolve(op, datatype, accumulate=False)
 
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._lock = threading.Lock()
+        self._opened: OpenFramework | None = None
+        self._modules: tuple[tuple[Component, OpModule], ...] = ()
+        #: (operation, layout) -> kernel, for reductions; the hot-path cache.
+        self._kernels: dict[tuple[Any, Any], Kernel] = {}
+        #: The same for one-sided accumulate operations (which also admit REPLACE and NO_OP).
+        self._accumulate_kernels: dict[tuple[Any, Any], Kernel] = {}
+        #: (intrinsic, layout, accumulate) -> kernel, shared by both caches above.
+        self._intrinsic_kernels: dict[tuple[Intrinsic, Any, bool], Kernel] = {}
 
-def accumulate_kernel(op: OpHandle, datatype: Datatype) -> Kernel:
-    """Like :func:`kernel`, for one-sided accumulate operations (REPLACE and NO_OP allowed)."""
-    try:
-        return _accumulate_kernels[op._impl, datatype._layout]
-    except (KeyError, AttributeError):
-        return _resolve(op, datatype, accumulate=True)
+    # -- kernels -------------------------------------------------------------------------------
 
+    def kernel(self, op: OpHandle, datatype: Datatype) -> Kernel:
+        """The kernel applying ``op`` to elements of ``datatype`` in a reduction.
 
-def intrinsic_kernel(op: Intrinsic, datatype: Datatype, *, accumulate: bool = False) -> Kernel:
-    """The kernel of a predefined operation named by its :class:`Intrinsic` (e.g. off the wire)."""
-    try:
-        return _intrinsic_kernels[op, datatype._layout, accumulate]
-    except (KeyError, AttributeError):
-        pass
-    if not isinstance(datatype, Datatype):
-        raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
-    check(op, datatype, accumulate=accumulate)
-    for _component, module in modules():
-        found = module.kernel(op, datatype)
-        if found is not None:
-            _intrinsic_kernels[op, datatype._layout, accumulate] = found
+        Raises ``MPI.Exception`` with ``ERR_OP`` when ``op`` is null or freed, when MPI does
+        not define ``op`` on ``datatype``, or when no installed component implements it.
+        """
+        try:  # the attributes are read directly: this is the hot path of every reduction
+            return self._kernels[op._impl, datatype._layout]  # type: ignore[attr-defined]
+        except (KeyError, AttributeError):
+            return self._resolve(op, datatype, accumulate=False)
+
+    def accumulate_kernel(self, op: OpHandle, datatype: Datatype) -> Kernel:
+        """Like :meth:`kernel`, for one-sided accumulate operations (REPLACE, NO_OP allowed)."""
+        try:
+            return self._accumulate_kernels[op._impl, datatype._layout]  # type: ignore[attr-defined]
+        except (KeyError, AttributeError):
+            return self._resolve(op, datatype, accumulate=True)
+
+    def intrinsic_kernel(
+        self, op: Intrinsic, datatype: Datatype, *, accumulate: bool = False
+    ) -> Kernel:
+        """The kernel of a predefined operation named by its :class:`Intrinsic`."""
+        try:
+            return self._intrinsic_kernels[op, datatype._layout, accumulate]
+        except (KeyError, AttributeError):
+            pass
+        if not isinstance(datatype, Datatype):
+            raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
+        check(op, datatype, accumulate=accumulate)
+        for _component, module in self.modules():
+            found = module.kernel(op, datatype)
+            if found is not None:
+                self._intrinsic_kernels[op, datatype._layout, accumulate] = found
+                return found
+        raise MPIException(ERR_OP, self._nobody_implements(op, datatype))
+
+    def _resolve(self, op: OpHandle, datatype: Datatype, *, accumulate: bool) -> Kernel:
+        if not isinstance(op, OpHandle):
+            raise TypeError(f"expecting an MPI.Op, not {type(op).__name__}")
+        operation = op._impl
+        if not isinstance(datatype, Datatype):
+            raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
+        if operation is None:
+            raise MPIException(ERR_OP, "the operation is OP_NULL (a null or freed operation)")
+        if operation.freed:
+            raise MPIException(
+                ERR_OP,
+                f"the operation {operation.name} was freed (Op.Free) through another handle",
+            )
+        if not datatype:
+            raise null_datatype_error(f"MPI.{operation.name}")
+        if operation.intrinsic is not None:
+            found = self.intrinsic_kernel(operation.intrinsic, datatype, accumulate=accumulate)
+        elif accumulate:
+            raise MPIException(
+                ERR_OP,
+                f"the user-defined operation {operation.name} cannot be used in one-sided "
+                "accumulate operations; MPI allows only predefined operations there",
+            )
+        else:  # cached on the operation, which Free empties: never in the hot-path cache
+            found = operation.kernels.get(datatype._layout)
+            if found is None:
+                assert operation.function is not None
+                found = operation.kernels[datatype._layout] = user_kernel(
+                    operation.function, datatype
+                )
             return found
-    raise MPIException(ERR_OP, _nobody_implements(op, datatype))
+        cache = self._accumulate_kernels if accumulate else self._kernels
+        cache[operation, datatype._layout] = found
+        return found
 
+    # -- selection -----------------------------------------------------------------------------
 
-def _resolve(op: OpHandle, datatype: Datatype, *, accumulate: bool) -> Kernel:
-    operation = getattr(op, "_impl", _NOT_AN_OP)
-    if operation is _NOT_AN_OP:
-        raise TypeError(f"expecting an MPI.Op, not {type(op).__name__}")
-    if not isinstance(datatype, Datatype):
-        raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
-    if operation is None:
-        raise MPIException(ERR_OP, "the operation is OP_NULL (a null or freed operation)")
-    if operation.freed:
-        raise MPIException(
-            ERR_OP, f"the operation {operation.name} was freed (Op.Free) through another handle"
+    def modules(self) -> tuple[tuple[Component, OpModule], ...]:
+        """The op modules of this instance, best first, opening the framework on first use."""
+        with self._lock:
+            if self._opened is not None:
+                return self._modules
+            opened = open_framework(framework, self.registry)
+            try:
+                offers = opened.select_many(None)
+            except BaseException:
+                opened.close()
+                raise
+            self._opened = opened
+            self._modules = tuple((component, offer.module) for component, offer in offers)
+            for component, _module in self._modules:
+                opened.say(10, f"using {component.name} (priority {component.priority})")
+            return self._modules
+
+    def opened(self) -> OpenFramework | None:
+        """The open framework (components, failures, registry), or ``None`` before first use."""
+        return self._opened
+
+    def finalize(self) -> None:
+        """Close the framework at ``MPI.Finalize`` (after coll, whose modules use its kernels).
+
+        The components are closed in the reverse order of opening and every cached kernel is
+        dropped; calling it again does nothing.
+        """
+        with self._lock:
+            self._kernels.clear()
+            self._accumulate_kernels.clear()
+            self._intrinsic_kernels.clear()
+            opened, self._opened = self._opened, None
+            self._modules = ()
+        if opened is not None:
+            opened.say(10, "closing the op components")
+            opened.close()
+
+    def _nobody_implements(self, op: Intrinsic, datatype: Datatype) -> str:
+        opened = self._opened
+        running = ", ".join(component.name for component, _ in self._modules) or "none"
+        message = (
+            f"no op component implements MPI.{op.name} on {datatype.Get_name()} "
+            f"(op components running: {running})"
         )
-    if not datatype:
-        raise null_datatype_error(f"MPI.{operation.name}")
-    if operation.intrinsic is not None:
-        found = intrinsic_kernel(operation.intrinsic, datatype, accumulate=accumulate)
-    elif accumulate:
-        raise MPIException(
-            ERR_OP,
-            f"the user-defined operation {operation.name} cannot be used in one-sided "
-            "accumulate operations; MPI allows only predefined operations there",
-        )
-    else:
-        found = user_kernel(operation.function, datatype)
-    cache = _accumulate_kernels if accumulate else _kernels
-    cache[operation, datatype._layout] = found
-    return found
-
-
-_NOT_AN_OP = object()
+        if opened is not None:
+            if opened.failures:
+                message += "; failed: " + "; ".join(
+                    f"{f.name}: {f.reason}" for f in opened.failures
+                )
+            resolved = opened.registry.resolve(framework.name)
+            if resolved.value:
+                message += f"; the selection 'op' = '{resolved.text}' comes from {resolved.source}"
+        return message + "; install ompy-op-ufunc, which implements every predefined operation"
 
 
 def user_kernel(function: Callable[[Any, Any, Any], Any], datatype: Datatype) -> Kernel:
@@ -147,90 +219,3 @@ def _bytes(memory: Any, nbytes: int) -> memoryview:
     if view.ndim != 1 or view.format != "B":
         view = view.cast("B")
     return view if view.nbytes == nbytes else view[:nbytes]
-
-
-def forget(operation: Operation) -> None:
-    """Drop the cached kernels of ``operation`` (``Op.Free`` calls this)."""
-    for cache in (_kernels, _accumulate_kernels):
-        for key in [key for key in cache if key[0] is operation]:
-            del cache[key]
-
-
-# -- selection ------------------------------------------------------------------------------
-
-
-def modules(registry: Registry | None = None) -> tuple[tuple[Component, OpModule], ...]:
-    """The op modules of this process, best first, opening the framework on first use.
-
-    ``registry`` defaults to the process-wide parameter registry.  Asking again with another
-    registry once the framework is open is an error, not a silent second choice: call
-    :func:`reset_selection` first (tests do).
-    """
-    global _opened, _modules
-    with _lock:
-        if _opened is not None:
-            if registry is not None and registry is not _opened.registry:
-                raise MPIException(
-                    ERR_OP,
-                    "the op framework of this process is already open with another parameter "
-                    "registry; call ompy.ompi.mca.op.base.reset_selection() before selecting "
-                    "again",
-                )
-            return _modules
-        opened = open_framework(framework, registry or process_registry())
-        try:
-            offers = opened.select_many(None)
-        except BaseException:
-            opened.close()
-            raise
-        _opened = opened
-        _modules = tuple((component, offer.module) for component, offer in offers)
-        for component, _module in _modules:
-            opened.say(10, f"using {component.name} (priority {component.priority})")
-        return _modules
-
-
-def opened_framework() -> OpenFramework | None:
-    """The open framework (components, failures, registry), or ``None`` before first use."""
-    return _opened
-
-
-def reset_selection() -> None:
-    """Forget the modules and every cached kernel, and close the components (tests, tools)."""
-    global _opened, _modules
-    with _lock:
-        _kernels.clear()
-        _accumulate_kernels.clear()
-        _intrinsic_kernels.clear()
-        if _opened is not None:
-            _opened.close()
-        _opened = None
-        _modules = ()
-
-
-def finalize() -> None:
-    """Close the op framework at ``MPI.Finalize`` (after coll, whose modules use its kernels).
-
-    The components are closed in the reverse order of opening and every cached kernel is
-    dropped; calling it again does nothing.
-    """
-    opened = _opened
-    if opened is not None:
-        opened.say(10, "closing the op components")
-    reset_selection()
-
-
-def _nobody_implements(op: Intrinsic, datatype: Datatype) -> str:
-    opened = _opened
-    running = ", ".join(component.name for component, _ in _modules) or "none"
-    message = (
-        f"no op component implements MPI.{op.name} on {datatype.Get_name()} "
-        f"(op components running: {running})"
-    )
-    if opened is not None:
-        if opened.failures:
-            message += "; failed: " + "; ".join(f"{f.name}: {f.reason}" for f in opened.failures)
-        resolved = opened.registry.resolve(framework.name)
-        if resolved.value:
-            message += f"; the selection 'op' = '{resolved.text}' comes from {resolved.source}"
-    return message + "; install ompy-op-ufunc, which implements every predefined operation"

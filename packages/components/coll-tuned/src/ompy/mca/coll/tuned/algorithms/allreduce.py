@@ -54,9 +54,9 @@ def recursive_doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
             partner = old_rank(new ^ mask, remainder)
             yield (send(comm, mine, partner, tag), recv(comm, incoming, partner, tag))
             if commutative or partner < comm.rank:
-                combine(op, datatype, incoming, mine, count)  # mine = theirs op mine
+                combine(comm, op, datatype, incoming, mine, count)  # mine = theirs op mine
             else:
-                combine(op, datatype, mine, incoming, count)  # incoming = mine op theirs
+                combine(comm, op, datatype, mine, incoming, count)  # incoming = mine op theirs
                 mine, incoming = incoming, mine  # (result is copied back at the end)
             mask <<= 1
         if mine is not result:
@@ -94,6 +94,7 @@ def ring(  # noqa: PLR0917 (a schedule's arguments are positional)
         for (lo, hi), request in zip(pieces, receives, strict=True):
             yield (request,)
             combine(
+                comm,
                 op,
                 datatype,
                 incoming[lo * extent : hi * extent],
@@ -137,7 +138,7 @@ def rabenseifner(  # noqa: PLR0917 (a schedule's arguments are positional)
             kept = blocks(*keep)
             into = incoming[: kept.nbytes]
             yield (send(comm, blocks(*give), partner, tag), recv(comm, into, partner, tag))
-            combine(op, datatype, into, kept, offsets[keep[1]] - offsets[keep[0]])
+            combine(comm, op, datatype, into, kept, offsets[keep[1]] - offsets[keep[0]])
             low, high = keep
             mask >>= 1
         mask = 1

@@ -42,11 +42,11 @@ def binomial(  # noqa: PLR0917 (a schedule's arguments are positional)
             copy(result, source)
             for request, partial in zip(receives, partials, strict=True):
                 yield (request,)
-                combine(op, datatype, partial, result, count)
+                combine(comm, op, datatype, partial, result, count)
         else:  # mine op child's, in rank order: the running result moves into each partial
             yield receives
             for partial in partials:
-                combine(op, datatype, result, partial, count)
+                combine(comm, op, datatype, result, partial, count)
                 result = partial
     parent = binomial_parent(rank, tree_root, size)
     if parent is not None:
@@ -101,7 +101,7 @@ def pipeline(  # noqa: PLR0917 (a schedule's arguments are positional)
         for (lo, hi), request in zip(bounds, receives, strict=True):
             yield (request,)
             piece = partial[lo * extent : hi * extent]
-            combine(op, datatype, source[lo * extent : hi * extent], piece, hi - lo)
+            combine(comm, op, datatype, source[lo * extent : hi * extent], piece, hi - lo)
             if not at_head:
                 sends.append(send(comm, piece, (rank - 1) % size, tag))
         if sends:

@@ -73,7 +73,9 @@ def recursive_halving(  # noqa: PLR0917 (a schedule's arguments are positional)
             send(comm, work[give_lo * extent : give_hi * extent], partner, tag),
             recv(comm, into, partner, tag),
         )
-        combine(op, datatype, into, work[keep_lo * extent : keep_hi * extent], keep_hi - keep_lo)
+        combine(
+            comm, op, datatype, into, work[keep_lo * extent : keep_hi * extent], keep_hi - keep_lo
+        )
         low, high = keep
         mask >>= 1
     if new < remainder:  # this odd rank also holds the block of the even rank below it
@@ -108,7 +110,7 @@ def ring(  # noqa: PLR0917 (a schedule's arguments are positional)
         out_index, in_index = (rank - step - 1) % size, (rank - step - 2) % size
         into = incoming[: counts[in_index] * extent]
         yield (send(comm, block(out_index), right, tag), recv(comm, into, left, tag))
-        combine(op, datatype, into, block(in_index), counts[in_index])
+        combine(comm, op, datatype, into, block(in_index), counts[in_index])
     copy(target, block(rank))
 
 

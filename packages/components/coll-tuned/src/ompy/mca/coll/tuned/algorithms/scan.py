@@ -40,16 +40,16 @@ def _doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
         if partner < size:
             yield (send(comm, partial, partner, tag), recv(comm, incoming, partner, tag))
             if partner < rank:
-                combine(op, datatype, incoming, partial, count)
+                combine(comm, op, datatype, incoming, partial, count)
                 if have_result:
-                    combine(op, datatype, incoming, result, count)
+                    combine(comm, op, datatype, incoming, result, count)
                 else:
                     copy(result, incoming)
                     have_result = True
             elif commutative:
-                combine(op, datatype, incoming, partial, count)
+                combine(comm, op, datatype, incoming, partial, count)
             else:
-                combine(op, datatype, partial, incoming, count)
+                combine(comm, op, datatype, partial, incoming, count)
                 partial, incoming = incoming, partial
         mask <<= 1
 
@@ -99,7 +99,7 @@ def scan_linear(  # noqa: PLR0917 (a schedule's arguments are positional)
     if rank > 0:
         previous = ws.get(0, source.nbytes)
         yield (recv(comm, previous, rank - 1, tag),)
-        combine(op, datatype, previous, result, count)
+        combine(comm, op, datatype, previous, result, count)
     if rank < comm.size - 1:
         yield (send(comm, result, rank + 1, tag),)
 
@@ -121,6 +121,6 @@ def exscan_linear(  # noqa: PLR0917 (a schedule's arguments are positional)
     if rank > 0:
         yield (recv(comm, result, rank - 1, tag),)
         if rank < last:
-            combine(op, datatype, result, mine, count)
+            combine(comm, op, datatype, result, mine, count)
     if rank < last:
         yield (send(comm, mine, rank + 1, tag),)

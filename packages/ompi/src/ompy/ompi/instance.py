@@ -1,0 +1,236 @@
+"""The MPI process instance: everything one MPI process owns, in one object.
+
+As Open MPI 5 hangs a process's MPI state off ``ompi_instance``, ompy hangs it off an
+:class:`Instance`: the parameter registry it reads, the progress engine, the selected PML and
+its framework, the coll and op frameworks with their selected modules, the world and self
+groups, context-id allocation, the attached buffer of buffered sends, the thread level, and the
+tables later parts of MPI add (error handlers, keyvals, info).  Communicators, requests and
+sessions reach it through one attribute (``comm.instance``).  Nothing else in ``ompy.ompi``
+keeps per-process mutable state, so a test can build several independent instances in one
+interpreter (:mod:`ompy.ompi.api.testing` builds one per loopback rank).
+
+The world model (``MPI.Init``/``MPI.Finalize``, ``COMM_WORLD``) and MPI-4 sessions share one
+instance per process, the *default instance*: each holds a reference (:func:`acquire`), and
+the instance is torn down when the last one lets go (:func:`release`).  The default instance
+pointer and the world model's lifecycle flags are the only module-level state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ompy.opal.mca.params import Registry
+from ompy.opal.mca.params import registry as process_registry
+from ompy.opal.progress import ProgressEngine
+
+from .constants import THREAD_SINGLE
+from .errors import ERR_INTERN, ERR_OTHER
+from .errors import Exception as MPIException
+from .group import Group, Members
+from .mca.coll.base.select import CollSelection
+from .mca.op.base.select import OpSelection
+from .mca.pml.interface import PmlModule
+
+if TYPE_CHECKING:
+    from ompy.opal.mca import OpenFramework
+
+    from .api.bsend import BsendPool
+
+
+def _bsend_pool() -> BsendPool:
+    from .api.bsend import BsendPool
+
+    return BsendPool()
+
+
+@attrs.define(eq=False)
+class Instance:
+    """One MPI process: the modules it selected and the state its MPI objects share."""
+
+    pml: PmlModule
+    engine: ProgressEngine
+    world_rank: int
+    world_size: int
+    #: The Proc of every world rank (node ids decide Split_type(COMM_TYPE_SHARED)).
+    procs: tuple[Any, ...]
+    #: End the job (``Comm.Abort``); the run-time's abort in a real process.
+    abort: Callable[[int, str], Any]
+    #: The parameter registry every framework of this instance was opened with.
+    registry: Registry = attrs.field(factory=process_registry)
+    processor_name: str = "localhost"
+    #: The run-time (identity, modex, abort) of a launched process; None in loopback worlds.
+    runtime: Any = None
+    #: The open pml framework (closed at teardown), when the PML came from selection.
+    pml_framework: OpenFramework | None = None
+    #: The coll framework: opened on the first communicator, one table per communicator.
+    coll: CollSelection = attrs.field(
+        default=attrs.Factory(lambda self: CollSelection(self.registry), takes_self=True)
+    )
+    #: The op framework: its modules and the kernel of every (operation, datatype) pair used.
+    op: OpSelection = attrs.field(
+        default=attrs.Factory(lambda self: OpSelection(self.registry), takes_self=True)
+    )
+    #: The thread level this instance provides (``Init_thread``'s answer).
+    thread_level: int = THREAD_SINGLE
+    #: The thread that initialized the instance (``Is_thread_main``).
+    main_thread: threading.Thread = attrs.field(factory=threading.current_thread)
+    #: Context ids of the live communicators of this process.
+    cids: set[int] = attrs.field(factory=set)
+    bsend: BsendPool = attrs.field(factory=_bsend_pool)
+    #: Receives of pickled objects still in progress, in posting order (see api.pickled).
+    pickled_recvs: list[Any] = attrs.field(factory=list)
+    _progress_registered: bool = False
+    _advancing: bool = False
+
+    # -- groups ------------------------------------------------------------------------------
+
+    @property
+    def world_group(self) -> Group:
+        """The group of every world rank (``mpi://WORLD``), in world-rank order."""
+        return Group._of(Members(tuple(range(self.world_size)), self.world_rank))
+
+    @property
+    def self_group(self) -> Group:
+        """The group of this process alone (``mpi://SELF``)."""
+        return Group._of(Members((self.world_rank,), self.world_rank))
+
+    # -- context ids -------------------------------------------------------------------------
+
+    @property
+    def max_tag(self) -> int:
+        return self.pml.max_tag
+
+    def lowest_free_cid(self, start: int) -> int:
+        """The lowest context id >= ``start`` that no live communicator of this process uses."""
+        cid = start
+        cids = self.cids
+        while cid in cids:
+            cid += 1
+        if cid > self.pml.max_contextid:
+            raise MPIException(
+                ERR_INTERN,
+                f"out of communicator context ids: the PML carries ids up to "
+                f"{self.pml.max_contextid}; free communicators that are no longer used",
+            )
+        return cid
+
+    # -- pickled receives ----------------------------------------------------------------------
+
+    def track_pickled(self, receive: Any) -> None:
+        """Advance ``receive`` from the progress engine until it completes.
+
+        A pickled receive matches its message with a matched probe, which must keep happening
+        while the program waits for something else (a synchronous send to a peer that is
+        itself waiting for this receive), and in posting order, as a posted receive would.
+        """
+        self.pickled_recvs.append(receive)
+        if not self._progress_registered:
+            self._progress_registered = True
+            self.engine.register(self.advance_pickled)
+
+    def advance_pickled(self) -> int:
+        """One step for every pickled receive in progress, oldest first; how many finished."""
+        pending = self.pickled_recvs
+        if not pending or self._advancing:
+            return 0
+        self._advancing = True  # a step may progress the PML, which calls back here
+        try:
+            finished = 0
+            for receive in list(pending):
+                receive.step()
+                if receive.done:
+                    pending.remove(receive)
+                    finished += 1
+            return finished
+        finally:
+            self._advancing = False
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Tear down the frameworks, once no communicator is left: coll, op, then the PML."""
+        if self._progress_registered:
+            self._progress_registered = False
+            self.engine.unregister(self.advance_pickled)
+        self.coll.finalize()  # modules of communicators never freed, then coll's components
+        self.op.finalize()  # after coll, whose modules reduce with op's kernels
+        self.pml.finalize()
+        if self.pml_framework is not None:
+            self.pml_framework.close()
+
+
+# -- the default instance ----------------------------------------------------------------------
+
+
+@attrs.define
+class _DefaultInstance:
+    """The process's default instance, who holds it, and the world model's lifecycle."""
+
+    instance: Instance | None = None
+    #: How many of the world model and the live sessions hold the instance.
+    holders: int = 0
+    #: Whether ``MPI.Init`` ran / ``MPI.Finalize`` completed (the world model's state).
+    world_initialized: bool = False
+    world_finalized: bool = False
+    #: An uncaught exception is ending the program: no implicit ``Finalize`` at exit then.
+    uncaught: bool = False
+    #: Whether the exit hooks (excepthook, atexit) are installed; once per process.
+    exit_hooks: bool = False
+    lock: threading.RLock = attrs.field(factory=threading.RLock)
+
+
+_default = _DefaultInstance()
+
+
+def default() -> Instance | None:
+    """The default instance of this process, or None while nothing holds one."""
+    return _default.instance
+
+
+def current(call: str) -> Instance:
+    """The default instance, or an MPI error that says MPI is not usable now."""
+    instance = _default.instance
+    if instance is None:
+        state = "finalized" if _default.world_finalized else "not initialized"
+        raise MPIException(ERR_OTHER, f"{call}: MPI is {state}")
+    return instance
+
+
+def world_state() -> _DefaultInstance:
+    """The world model's lifecycle flags (``Is_initialized``/``Is_finalized``)."""
+    return _default
+
+
+def acquire(start: Callable[[], Instance]) -> Instance:
+    """Take a reference to the default instance, building it with ``start()`` if there is none."""
+    with _default.lock:
+        if _default.instance is None:
+            _default.instance = start()
+        _default.holders += 1
+        return _default.instance
+
+
+def release(stop: Callable[[Instance], None]) -> None:
+    """Let go of the default instance; the last holder tears it down with ``stop(instance)``."""
+    with _default.lock:
+        instance = _default.instance
+        if instance is None:
+            return
+        _default.holders -= 1
+        if _default.holders > 0:
+            return
+        _default.instance = None
+        stop(instance)
+
+
+def adopt(instance: Instance | None) -> None:
+    """Make ``instance`` the default (tests that install a loopback instance), or forget it."""
+    with _default.lock:
+        _default.instance = instance
+        _default.holders = 1 if instance is not None else 0
+        if instance is None:
+            _default.world_initialized = _default.world_finalized = False
