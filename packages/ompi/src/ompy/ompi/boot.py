@@ -34,7 +34,7 @@ def start(thread_level: int) -> Instance:
     from ompy.opal.mca.btl import BtlContext
     from ompy.opal.mca.params import registry as param_registry
     from ompy.opal.proc import Proc
-    from ompy.opal.progress import engine as progress_engine
+    from ompy.opal.progress import ProgressEngine
     from ompy.orte import runtime as orte_runtime
 
     from .mca.pml import framework as pml_framework
@@ -60,7 +60,7 @@ def start(thread_level: int) -> Instance:
         procs = _procs_from_modex(identity, modex, Proc)
     me = procs[identity.rank]
     registry = param_registry()
-    engine = progress_engine()
+    engine = ProgressEngine.from_params(registry)
     secret = identity.secret if identity.secret is not None else os.urandom(32)
     btl_context = BtlContext(proc=me, modex=modex, secret=secret, progress=engine)
     framework = open_framework(pml_framework, registry)
@@ -86,12 +86,13 @@ def start(thread_level: int) -> Instance:
 
 
 def stop(instance: Instance) -> None:
-    """Tear ``instance`` down once nothing holds it: frameworks, then a fence, then the run-time."""
+    """Tear ``instance`` down once nothing holds it: frameworks, a fence, the run-time, progress."""
     instance.close()
     runtime = instance.runtime
     if runtime is not None:
         runtime.modex.fence()
         runtime.finalize()
+    instance.engine.close()
 
 
 def fence_progressing(instance: Instance) -> None:

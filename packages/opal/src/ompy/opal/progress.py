@@ -295,25 +295,3 @@ class ProgressEngine:
         self._selector.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
-
-
-_engine: ProgressEngine | None = None
-
-
-def engine() -> ProgressEngine:
-    """The progress engine of this process, configured from the parameter registry."""
-    global _engine
-    if _engine is None:
-        from .mca.params import registry
-
-        _engine = ProgressEngine.from_params(registry())
-    return _engine
-
-
-def reset_engine(new: ProgressEngine | None = None) -> ProgressEngine | None:
-    """Replace the process engine (tests; a tool that re-reads its parameters)."""
-    global _engine
-    if _engine is not None and _engine is not new:
-        _engine.close()
-    _engine = new
-    return _engine
