@@ -13,7 +13,7 @@ from ompy.opal.mca import Cardinality, Framework
 
 from .interface import INTERFACE_VERSION, Intrinsic, Kernel, OpComponent, OpModule
 
-framework = Framework(
+framework: Framework[OpComponent] = Framework(
     "op",
     "ompi",
     "reduction operations: kernels for each predefined operation and datatype",

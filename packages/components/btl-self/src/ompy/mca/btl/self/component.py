@@ -8,7 +8,8 @@ they are joined in a scratch buffer, the single copy of the whole path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import (
@@ -22,6 +23,7 @@ from ompy.opal.mca.btl import (
     MemHandle,
     ModuleAttributes,
     ModuleDefaults,
+    RdmaCompletion,
 )
 from ompy.opal.mca.params import ParamType
 from ompy.opal.proc import Proc
@@ -32,7 +34,7 @@ _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 
 
-class SelfModule(BtlModule):
+class SelfModule(BtlModule[Endpoint]):
     """Reaches exactly the calling process; every operation completes before it returns."""
 
     flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.PUT | BtlFlags.GET
@@ -129,7 +131,7 @@ class SelfModule(BtlModule):
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
         region = self._region(remote, offset, len(local))
         region[offset : offset + len(local)] = local
@@ -142,7 +144,7 @@ class SelfModule(BtlModule):
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
         region = self._region(remote, offset, len(local))
         local[:] = region[offset : offset + len(local)]
@@ -195,7 +197,7 @@ class SelfComponent(BtlComponent):
             minimum=1,
         )
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         module = SelfModule(
             self, self.module_attributes(), context.proc, self.param("free_list_max")
         )

@@ -29,6 +29,7 @@ import json
 import os
 import secrets
 import sys
+from typing import Any
 
 from ompy.opal import membarrier
 from ompy.opal.mca import Offer
@@ -151,7 +152,7 @@ class SmComponent(BtlComponent):
 
     # -- query ------------------------------------------------------------------------------
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         if not sys.platform.startswith("linux"):
             self.say("needs Linux (epoll, pidfd, abstract sockets)")
             return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefaults
@@ -129,7 +130,7 @@ class TcpComponent(BtlComponent):
     def say(self, message: str) -> None:
         print(f"[{os.getpid()}] btl tcp: {message}", file=sys.stderr, flush=True)
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         interfaces = select_interfaces(
             discover_interfaces(),
             self.param("if_include"),

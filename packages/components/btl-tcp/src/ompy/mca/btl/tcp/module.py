@@ -24,7 +24,8 @@ import select
 import socket
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ompy.opal.mca.btl import (
     BtlError,
@@ -44,6 +45,9 @@ from .connection import CLOSED, CONNECTING, OPEN, Connection
 from .interfaces import Interface
 from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
+
+if TYPE_CHECKING:  # the component module imports this one
+    from .component import TcpComponent
 
 _FRAME_PACK = wire.FRAME.pack
 _FRAME_SIZE = wire.FRAME_SIZE
@@ -72,14 +76,15 @@ class TcpEndpoint(Endpoint):
         self.gets: dict[int, GetPart] = {}  # our gets from this peer, by get id
 
 
-class TcpModule(BtlModule):
+class TcpModule(BtlModule[TcpEndpoint]):
     """Fragments over TCP through one interface."""
 
     flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.GET
+    component: TcpComponent
 
     def __init__(
         self,
-        component,
+        component: TcpComponent,
         attributes: ModuleAttributes,
         *,
         interface: Interface,
@@ -88,7 +93,7 @@ class TcpModule(BtlModule):
         me: Proc,
         secret: bytes,
         poller: Poller,
-        cards,
+        cards: Callable[[int], list[wire.ContactAddress] | None],
         sndbuf: int = 0,
         rcvbuf: int = 0,
         get_stripe_min: int = 1 << 20,
@@ -132,8 +137,8 @@ class TcpModule(BtlModule):
 
     # -- peers ------------------------------------------------------------------------------
 
-    def add_procs(self, procs: Sequence[Proc]) -> list[Endpoint | None]:
-        endpoints: list[Endpoint | None] = []
+    def add_procs(self, procs: Sequence[Proc]) -> list[TcpEndpoint | None]:
+        endpoints: list[TcpEndpoint | None] = []
         for proc in procs:
             address = None if proc.same_process(self.me) else self._address_of(proc)
             if address is None:
@@ -169,7 +174,7 @@ class TcpModule(BtlModule):
         chosen = candidates[self.kind_index % len(candidates)]
         return (chosen.address, chosen.port)
 
-    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[Endpoint | None]) -> None:
+    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[TcpEndpoint | None]) -> None:
         for endpoint in endpoints:
             if not isinstance(endpoint, TcpEndpoint) or endpoint.module is not self:
                 continue

@@ -17,75 +17,68 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from ompy.opal.mca import Component, OpenFramework, open_framework
+from ompy.opal.mca import OpenFramework, open_framework
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
 
 from ....datatype import Datatype
-from ....datatype.datatype import null_datatype_error
+from ....datatype.datatype import Layout, null_datatype_error
 from ....errors import ERR_OP
 from ....errors import Exception as MPIException
 from .. import framework
-from ..interface import Intrinsic, Kernel, OpModule
+from ..interface import Intrinsic, Kernel, OpComponent, OpModule
 from .rules import check
 
+if TYPE_CHECKING:  # the handle module imports this one
+    from typing_extensions import Buffer
 
-class Operation(Protocol):
-    """What an ``MPI.Op`` handle refers to, as far as kernel selection is concerned."""
-
-    name: str
-    intrinsic: Intrinsic | None
-    function: Callable[[Any, Any, Any], Any] | None
-    freed: bool
-
-
-class OpHandle(Protocol):
-    """An ``MPI.Op``: ``_impl`` is its :class:`Operation`, or ``None`` for ``OP_NULL``."""
-
-    _impl: Operation | None
-
+    from ....op.handle import Op
+    from ....op.operation import Operation
 
 _lock = threading.Lock()
-_opened: OpenFramework | None = None
-_modules: tuple[tuple[Component, OpModule], ...] = ()
+_opened: OpenFramework[OpComponent] | None = None
+_modules: tuple[tuple[OpComponent, OpModule], ...] = ()
 #: (operation, layout) -> kernel, for reductions; the hot-path cache.
-_kernels: dict[tuple[Any, Any], Kernel] = {}
+_kernels: dict[tuple[Operation | None, Layout | None], Kernel] = {}
 #: The same for one-sided accumulate operations (which also admit REPLACE and NO_OP).
-_accumulate_kernels: dict[tuple[Any, Any], Kernel] = {}
+_accumulate_kernels: dict[tuple[Operation | None, Layout | None], Kernel] = {}
 #: (intrinsic, layout, accumulate) -> kernel, shared by both caches above.
-_intrinsic_kernels: dict[tuple[Intrinsic, Any, bool], Kernel] = {}
+_intrinsic_kernels: dict[tuple[Intrinsic, Layout | None, bool], Kernel] = {}
 
 
-def kernel(op: OpHandle, datatype: Datatype) -> Kernel:
+def kernel(op: Op, datatype: Datatype) -> Kernel:
     """The kernel applying ``op`` to elements of ``datatype`` in a reduction.
 
     Raises ``MPI.Exception`` with ``ERR_OP`` when ``op`` is null or freed, when MPI does not
-    define ``op`` on ``datatype``, or when no installed component implements it.
+    define ``op`` on ``datatype``, or when no installed component implements it, and
+    ``TypeError`` when ``op`` is not an ``MPI.Op`` or ``datatype`` not an ``MPI.Datatype``.
     """
-    try:  # the attributes are read directly: this is the hot path of every reduction
+    # The handles' attributes are read directly: this is the hot path of every reduction.
+    # Arguments of other types (an application's mistake) fail the lookup one way or another
+    # and are told apart, with a clear error, in _resolve.
+    try:
         return _kernels[op._impl, datatype._layout]
     except (KeyError, AttributeError):
         return _resolve(op, datatype, accumulate=False)
 
 
-def accumulate_kernel(op: OpHandle, datatype: Datatype) -> Kernel:
+def accumulate_kernel(op: Op, datatype: Datatype) -> Kernel:
     """Like :func:`kernel`, for one-sided accumulate operations (REPLACE and NO_OP allowed)."""
     try:
         return _accumulate_kernels[op._impl, datatype._layout]
-    except (KeyError, AttributeError):
+    except (KeyError, AttributeError):  # not yet cached, or not handles: see kernel()
         return _resolve(op, datatype, accumulate=True)
 
 
 def intrinsic_kernel(op: Intrinsic, datatype: Datatype, *, accumulate: bool = False) -> Kernel:
     """The kernel of a predefined operation named by its :class:`Intrinsic` (e.g. off the wire)."""
-    try:
-        return _intrinsic_kernels[op, datatype._layout, accumulate]
-    except (KeyError, AttributeError):
-        pass
     if not isinstance(datatype, Datatype):
         raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
+    found = _intrinsic_kernels.get((op, datatype._layout, accumulate))
+    if found is not None:
+        return found
     check(op, datatype, accumulate=accumulate)
     for _component, module in modules():
         found = module.kernel(op, datatype)
@@ -95,12 +88,14 @@ def intrinsic_kernel(op: Intrinsic, datatype: Datatype, *, accumulate: bool = Fa
     raise MPIException(ERR_OP, _nobody_implements(op, datatype))
 
 
-def _resolve(op: OpHandle, datatype: Datatype, *, accumulate: bool) -> Kernel:
-    operation = getattr(op, "_impl", _NOT_AN_OP)
-    if operation is _NOT_AN_OP:
+def _resolve(op: Op, datatype: Datatype, *, accumulate: bool) -> Kernel:
+    from ....op.handle import Op
+
+    if not isinstance(op, Op):
         raise TypeError(f"expecting an MPI.Op, not {type(op).__name__}")
     if not isinstance(datatype, Datatype):
         raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
+    operation = op._impl
     if operation is None:
         raise MPIException(ERR_OP, "the operation is OP_NULL (a null or freed operation)")
     if operation.freed:
@@ -118,13 +113,11 @@ def _resolve(op: OpHandle, datatype: Datatype, *, accumulate: bool) -> Kernel:
             "accumulate operations; MPI allows only predefined operations there",
         )
     else:
+        assert operation.function is not None, "an operation has an intrinsic or a function"
         found = user_kernel(operation.function, datatype)
     cache = _accumulate_kernels if accumulate else _kernels
     cache[operation, datatype._layout] = found
     return found
-
-
-_NOT_AN_OP = object()
 
 
 def user_kernel(function: Callable[[Any, Any, Any], Any], datatype: Datatype) -> Kernel:
@@ -135,14 +128,14 @@ def user_kernel(function: Callable[[Any, Any, Any], Any], datatype: Datatype) ->
     """
     extent = datatype.layout.extent
 
-    def run(inmem: Any, inoutmem: Any, count: int) -> None:
+    def run(inmem: Buffer, inoutmem: Buffer, count: int) -> None:
         nbytes = count * extent
         function(_bytes(inmem, nbytes), _bytes(inoutmem, nbytes), datatype)
 
     return run
 
 
-def _bytes(memory: Any, nbytes: int) -> memoryview:
+def _bytes(memory: Buffer, nbytes: int) -> memoryview:
     view = memory if type(memory) is memoryview else memoryview(memory)
     if view.ndim != 1 or view.format != "B":
         view = view.cast("B")
@@ -159,7 +152,7 @@ def forget(operation: Operation) -> None:
 # -- selection ------------------------------------------------------------------------------
 
 
-def modules(registry: Registry | None = None) -> tuple[tuple[Component, OpModule], ...]:
+def modules(registry: Registry | None = None) -> tuple[tuple[OpComponent, OpModule], ...]:
     """The op modules of this process, best first, opening the framework on first use.
 
     ``registry`` defaults to the process-wide parameter registry.  Asking again with another
@@ -190,7 +183,7 @@ def modules(registry: Registry | None = None) -> tuple[tuple[Component, OpModule
         return _modules
 
 
-def opened_framework() -> OpenFramework | None:
+def opened_framework() -> OpenFramework[OpComponent] | None:
     """The open framework (components, failures, registry), or ``None`` before first use."""
     return _opened
 
