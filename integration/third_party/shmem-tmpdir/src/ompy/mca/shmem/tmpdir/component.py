@@ -21,7 +21,7 @@ from ompy.opal.mca.shmem.base import FileSegmentModule, usable_directory
 from . import __version__
 
 
-class TmpdirComponent(ShmemComponent):
+class TmpdirShmemComponent(ShmemComponent):
     """Segments are files in ``shmem_tmpdir_directory`` (default: the temporary directory)."""
 
     name = "tmpdir"

@@ -36,7 +36,7 @@ def _key(proc: Proc) -> tuple[str, int]:
     return (proc.jobid, proc.rank)
 
 
-class R2Module(BmlModule):
+class R2BmlModule(BmlModule):
     """Endpoint tables over the BTL modules of one process."""
 
     def __init__(self, selected: SelectedBtls) -> None:
@@ -113,7 +113,7 @@ class R2Module(BmlModule):
         self.selected.close()
 
 
-class R2Component(BmlComponent):
+class R2BmlComponent(BmlComponent):
     """Builds per-peer endpoint tables from every selected BTL module."""
 
     name = "r2"
@@ -132,4 +132,4 @@ class R2Component(BmlComponent):
                 "no BTL module can run in this process, so no peer (not even this process) is "
                 f"reachable; the 'btl' selection is '{resolved.text}' (from {resolved.source})"
             )
-        return Offer(self.priority, R2Module(selected))
+        return Offer(self.priority, R2BmlModule(selected))

@@ -34,13 +34,17 @@ _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 
 
-class SelfModule(BtlModule[Endpoint]):
+class SelfBtlModule(BtlModule[Endpoint]):
     """Reaches exactly the calling process; every operation completes before it returns."""
 
     flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.PUT | BtlFlags.GET
 
     def __init__(
-        self, component: SelfComponent, attributes: ModuleAttributes, me: Proc, free_list_max: int
+        self,
+        component: SelfBtlComponent,
+        attributes: ModuleAttributes,
+        me: Proc,
+        free_list_max: int,
     ) -> None:
         super().__init__(component, "self", attributes)
         self.me = me
@@ -167,7 +171,7 @@ class SelfModule(BtlModule[Endpoint]):
         self._scratch = bytearray(0)
 
 
-class SelfComponent(BtlComponent):
+class SelfBtlComponent(BtlComponent):
     """Offers one module that reaches the calling process, with the highest exclusivity."""
 
     name = "self"
@@ -198,7 +202,7 @@ class SelfComponent(BtlComponent):
         )
 
     def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
-        module = SelfModule(
+        module = SelfBtlModule(
             self, self.module_attributes(), context.proc, self.param("free_list_max")
         )
         return Offer(self.priority, [module])

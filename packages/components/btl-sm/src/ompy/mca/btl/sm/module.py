@@ -16,7 +16,7 @@ that is being read.
 **Flow control.**  A record that does not fit waits in the endpoint's queue (order kept: once
 something is queued, later sends queue behind it) and ``progress`` retries.  Nothing is dropped.
 
-**Sleeping.**  Before the progress engine blocks, :meth:`SmModule.before_sleep` raises the
+**Sleeping.**  Before the progress engine blocks, :meth:`SmBtlModule.before_sleep` raises the
 "sleeping" flag of every ring it receives on and the "waiting" flag of every ring it has queued
 sends for, issues the heavy side of an asymmetric fence, and checks once more.  A sender that
 publishes into a ring whose receiver sleeps rings the receiver's doorbell; a receiver that frees
@@ -65,7 +65,7 @@ from .doorbell import Doorbell
 from .sysdeps import CmaError, copy
 
 if TYPE_CHECKING:  # the component module imports this one
-    from .component import SmComponent
+    from .component import SmBtlComponent
 
 _PACK = L.RECORD.pack_into
 _UNPACK = L.RECORD.unpack_from
@@ -143,7 +143,7 @@ class SmEndpoint(Endpoint):
         "segment",
     )
 
-    def __init__(self, module: SmModule, proc: Proc) -> None:
+    def __init__(self, module: SmBtlModule, proc: Proc) -> None:
         super().__init__(module, proc)
         self.queue: deque = deque()
         self.dead = False  # set with error (died) or when the peer finalized
@@ -157,14 +157,14 @@ class SmEndpoint(Endpoint):
         self.doorbell = ""
 
 
-class SmModule(BtlModule[SmEndpoint]):
+class SmBtlModule(BtlModule[SmEndpoint]):
     """Shared-memory fragments between the processes of one node (one module per process)."""
 
-    component: SmComponent
+    component: SmBtlComponent
 
     def __init__(
         self,
-        component: SmComponent,
+        component: SmBtlComponent,
         attributes: ModuleAttributes,
         *,
         me: Proc,

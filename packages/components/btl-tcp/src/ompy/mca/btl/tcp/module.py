@@ -47,7 +47,7 @@ from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
 
 if TYPE_CHECKING:  # the component module imports this one
-    from .component import TcpComponent
+    from .component import TcpBtlComponent
 
 _FRAME_PACK = wire.FRAME.pack
 _FRAME_SIZE = wire.FRAME_SIZE
@@ -64,7 +64,7 @@ class TcpEndpoint(Endpoint):
 
     __slots__ = ("address", "closed", "conn", "error", "gets", "pending", "queue", "waiting")
 
-    def __init__(self, module: TcpModule, proc: Proc, address: tuple[str, int]) -> None:
+    def __init__(self, module: TcpBtlModule, proc: Proc, address: tuple[str, int]) -> None:
         super().__init__(module, proc)
         self.address = address
         self.conn: Connection | None = None
@@ -76,15 +76,15 @@ class TcpEndpoint(Endpoint):
         self.gets: dict[int, GetPart] = {}  # our gets from this peer, by get id
 
 
-class TcpModule(BtlModule[TcpEndpoint]):
+class TcpBtlModule(BtlModule[TcpEndpoint]):
     """Fragments over TCP through one interface."""
 
     flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.GET
-    component: TcpComponent
+    component: TcpBtlComponent
 
     def __init__(
         self,
-        component: TcpComponent,
+        component: TcpBtlComponent,
         attributes: ModuleAttributes,
         *,
         interface: Interface,
@@ -356,7 +356,7 @@ class TcpModule(BtlModule[TcpEndpoint]):
                 link_endpoint, view[start : start + size], remote.key, offset + start, whole
             )
 
-    def _links_to(self, endpoint: TcpEndpoint) -> list[tuple[TcpModule, TcpEndpoint]]:
+    def _links_to(self, endpoint: TcpEndpoint) -> list[tuple[TcpBtlModule, TcpEndpoint]]:
         """This module's endpoint first, then the other modules' usable endpoints to the peer."""
         links = [(self, endpoint)]
         rank = endpoint.proc.rank

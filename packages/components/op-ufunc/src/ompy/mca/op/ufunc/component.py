@@ -33,7 +33,7 @@ _UFUNCS: dict[Intrinsic, np.ufunc] = {
 }
 
 
-class UfuncModule(OpModule):
+class UfuncOpModule(OpModule):
     """Kernels for every predefined operation, made on demand for each datatype."""
 
     def __init__(self, loc_block: int) -> None:
@@ -66,7 +66,7 @@ def _works(kernel: Kernel, dtype: np.dtype) -> bool:
     return True
 
 
-class UfuncComponent(OpComponent):
+class UfuncOpComponent(OpComponent):
     """Predefined reductions with numpy ufuncs working in place."""
 
     name = "ufunc"
@@ -87,4 +87,4 @@ class UfuncComponent(OpComponent):
         )
 
     def query(self, context: Any = None) -> Offer[OpModule] | None:
-        return Offer(self.priority, UfuncModule(self.param("loc_block")))
+        return Offer(self.priority, UfuncOpModule(self.param("loc_block")))

@@ -22,7 +22,7 @@ from ompy.opal.session import session_dir
 from . import __version__
 
 
-class MmapComponent(ShmemComponent):
+class MmapShmemComponent(ShmemComponent):
     """Segments are files in ``shmem_mmap_directory`` (default: the session directory)."""
 
     name = "mmap"

@@ -23,7 +23,7 @@ from . import __version__
 DEFAULT_MIN_FREE = 32 * 1024 * 1024
 
 
-class PosixComponent(ShmemComponent):
+class PosixShmemComponent(ShmemComponent):
     """Segments are files in /dev/shm; preferred wherever /dev/shm works and has room."""
 
     name = "posix"
