@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.params import ParamType
@@ -41,7 +40,7 @@ class TmpdirShmemComponent(ShmemComponent):
             level=4,
         )
 
-    def query(self, context: Any) -> Offer[ShmemModule] | None:
+    def query(self, context: None) -> Offer[ShmemModule] | None:
         # Stay out (so another component runs) when the directory cannot hold segments.
         if usable_directory(self.directory()) is not None:
             return None

@@ -17,5 +17,5 @@ class DefaultErrmgrComponent(ErrmgrComponent):
     description = "a rank that fails (exception, abort, non-zero exit, signal) ends the job"
     default_priority = 10
 
-    def query(self, context: object) -> Offer[DefaultErrmgrModule] | None:
+    def query(self, context: None) -> Offer[DefaultErrmgrModule] | None:
         return Offer(self.priority, DefaultErrmgrModule())

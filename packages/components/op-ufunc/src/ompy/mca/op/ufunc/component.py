@@ -8,8 +8,6 @@ once on a single zero element when it is made, so a dtype numpy cannot handle fo
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ompy.ompi.datatype import Datatype
@@ -86,5 +84,5 @@ class UfuncOpComponent(OpComponent):
             minimum=1,
         )
 
-    def query(self, context: Any = None) -> Offer[OpModule] | None:
+    def query(self, context: None = None) -> Offer[OpModule] | None:
         return Offer(self.priority, UfuncOpModule(self.param("loc_block")))
