@@ -18,7 +18,7 @@ module contract (:class:`BmlModule`) is what the PML calls.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -28,12 +28,8 @@ from ompy.opal.mca.btl import (
     BtlContext,
     BtlFlags,
     BtlModule,
-    Descriptor,
-    DescriptorFlags,
     Endpoint,
     ErrorCallback,
-    MemHandle,
-    RdmaCompletion,
     RecvCallback,
 )
 from ompy.opal.mca.params import Registry
@@ -85,15 +81,8 @@ class BmlBtl:
     min_rdma_size: int
     latency: int
     bandwidth: int
-    send: Callable[[Endpoint, Descriptor, int], bool]
-    sendi: Callable[[Endpoint, bytes | memoryview, memoryview, int], bool]
-    alloc: Callable[[Endpoint, int, DescriptorFlags], Descriptor | None]
-    free: Callable[[Descriptor], None]
-    prepare_src: Callable[[Endpoint, memoryview, int, DescriptorFlags], Descriptor | None]
-    put: Callable[[Endpoint, memoryview, MemHandle, int, RdmaCompletion | None], None]
-    get: Callable[[Endpoint, memoryview, MemHandle, int, RdmaCompletion | None], None]
-    register_mem: Callable[[memoryview], MemHandle]
-    deregister_mem: Callable[[MemHandle], None]
+    # send, sendi, alloc, free, prepare_src, put, get, register_mem, deregister_mem: the
+    # module's methods, bound in __init__ (their types, defaults included, are the module's).
 
     def __init__(self, module: BtlModule[Any], endpoint: Endpoint, weight: float = 1.0) -> None:
         self.module = module
