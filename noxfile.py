@@ -16,7 +16,8 @@ ROOT = Path(__file__).parent
 #: pytest runs as ``python -m pytest`` so that the repository root is on ``sys.path``: tests that
 #: start workers with multiprocessing's spawn method refer to them by module path.
 TEST_TOOLS = ["pytest>=8", "pytest-timeout", "hypothesis", "pip", "hatchling", "import-linter"]
-LINT_TOOLS = ["ruff==0.17.6", "import-linter"]  # pinned: a new ruff must not turn main red
+#: Pinned: a new ruff or mypy must not turn main red.
+LINT_TOOLS = ["ruff==0.17.6", "mypy==2.4.1", "import-linter"]
 
 nox.options.default_venv_backend = "uv"
 # Every rank is a fresh interpreter: without bytecode caches each one compiles numpy, click and
@@ -67,7 +68,11 @@ def compile_sources(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff, the PEP 420 namespace rule, and the import-linter layering contracts."""
+    """Ruff, the PEP 420/561 namespace rules, the import-linter layering contracts, and mypy.
+
+    mypy (configured in ``mypy.ini``) checks the framework interfaces and the MPI API, found as
+    installed packages through their ``py.typed`` markers.
+    """
     session.install(*LINT_TOOLS, *(f"-e{path}" for path in DISTRIBUTIONS.values()))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
@@ -75,6 +80,7 @@ def lint(session: nox.Session) -> None:
     config = Path(session.create_tmp()) / "importlinter.ini"
     session.run("python", "integration/layering/contracts.py", str(config))
     session.run("lint-imports", "--config", str(config))
+    session.run("mypy", "--config-file", str(ROOT / "mypy.ini"))
 
 
 @nox.session

@@ -95,3 +95,33 @@ def test_a_stray_namespace_init_is_reported(tmp_path):
 
 def test_the_real_tree_has_no_namespace_inits():
     assert namespaces.violations() == []
+
+
+def test_a_package_directory_without_py_typed_is_reported(tmp_path):
+    marked = {
+        "packages/opal/src/ompy/opal/py.typed": "",
+        "packages/ompi/src/ompy/ompi/py.typed": "",
+        "packages/ompi/src/ompy/py.typed": "",
+        "packages/btl-a/src/ompy/mca/btl/a/py.typed": "",
+    }
+    tree = {
+        "packages/opal/src/ompy/opal/__init__.py": "",
+        "packages/ompi/src/ompy/ompi/__init__.py": "",
+        "packages/ompi/src/ompy/MPI.py": "",
+        "packages/btl-a/src/ompy/mca/btl/a/__init__.py": "",
+        "packages/btl-b/src/ompy/mca/btl/b/__init__.py": "",
+        **marked,
+    }
+    write_tree(tmp_path, tree)
+    assert [p.relative_to(tmp_path).as_posix() for p in namespaces.missing_markers(tmp_path)] == [
+        "packages/btl-b/src/ompy/mca/btl/b"
+    ]
+    (tmp_path / "packages/ompi/src/ompy/py.typed").unlink()
+    assert [p.relative_to(tmp_path).as_posix() for p in namespaces.missing_markers(tmp_path)] == [
+        "packages/btl-b/src/ompy/mca/btl/b",
+        "packages/ompi/src/ompy",
+    ]
+
+
+def test_every_distribution_of_the_real_tree_ships_py_typed():
+    assert namespaces.missing_markers() == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from stevedore import ExtensionManager
-
 from ompy.ompi import preload
 from ompy.opal.mca import discovery
 
@@ -26,9 +24,9 @@ def test_every_loaded_component_prepares_and_one_that_fails_stops_nobody(monkeyp
     preload._import_components()
 
     rank_frameworks = [
-        extension
-        for extension in ExtensionManager("ompy.frameworks").extensions
-        if getattr(extension.plugin, "layer", None) in preload.RANK_LAYERS
+        framework
+        for framework in discovery.installed_frameworks(failures=[])
+        if framework.layer in preload.RANK_LAYERS
     ]
     assert rank_frameworks, "the MPI layer's own frameworks are installed with it"
     assert prepared == ["ready"] * len(rank_frameworks)

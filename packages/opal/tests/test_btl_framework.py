@@ -6,6 +6,7 @@ import pytest
 
 from ompy.opal.mca import Cardinality
 from ompy.opal.mca.btl import (
+    BtlComponent,
     BtlContext,
     BtlModule,
     BtlSizeError,
@@ -13,6 +14,7 @@ from ompy.opal.mca.btl import (
     BtlUnsupportedError,
     Descriptor,
     DescriptorFlags,
+    Endpoint,
     MemHandle,
     ModuleAttributes,
     framework,
@@ -35,11 +37,48 @@ ATTRIBUTES = ModuleAttributes(
 )
 
 
+class PlainModule(BtlModule[Endpoint]):
+    """The three methods every module must write; everything else is the interface's own."""
+
+    def add_procs(self, procs):
+        return [Endpoint(self, proc) for proc in procs]
+
+    def del_procs(self, procs, endpoints):
+        pass
+
+    def send(self, endpoint, descriptor, tag):
+        self.callbacks[tag](self, tag, descriptor.segments[0])
+        return True
+
+
 @pytest.fixture
 def module():
-    module = BtlModule(component=None, name="test", attributes=ATTRIBUTES)
+    module = PlainModule(component=None, name="test", attributes=ATTRIBUTES)
     module.setup_free_lists(initial=2, maximum=4)
     return module
+
+
+def test_a_module_must_implement_peers_and_send():
+    class Incomplete(BtlModule[Endpoint]):
+        def add_procs(self, procs):
+            return []
+
+    with pytest.raises(TypeError, match=r"abstract methods del_procs, send"):
+        Incomplete(None, "incomplete", ATTRIBUTES)
+
+
+def test_optional_capabilities_have_their_documented_defaults(module):
+    assert module.sendi(None, b"", memoryview(b""), TAG_USR) is False, "sendi: not now"
+    for call in (
+        lambda: module.register_mem(memoryview(bytearray(1))),
+        lambda: module.deregister_mem(MemHandle(1, 1)),
+        lambda: module.get(None, memoryview(bytearray(1)), MemHandle(1, 1), 0),
+    ):
+        with pytest.raises(BtlUnsupportedError, match=r"does not offer (put/get|get)"):
+            call()
+    assert module.finalize() is None
+    assert BtlComponent(Registry(environ={})).progress() == 0, "progress: nothing to poll"
+    assert BtlComponent.needs_progress is True
 
 
 def test_the_framework_is_many_of_many_at_interface_1():
@@ -156,9 +195,20 @@ def test_job_secret_decoding_names_the_source():
 
 FAKE_COMPONENTS = """
 from ompy.opal.mca import Offer
-from ompy.opal.mca.btl import BtlComponent, BtlModule, ModuleDefaults
+from ompy.opal.mca.btl import BtlComponent, BtlModule, Endpoint, ModuleDefaults
 
 DEFAULTS = ModuleDefaults(1024, 4096, 0, 0, 0, 0, 10, 10)
+
+
+class Module(BtlModule[Endpoint]):
+    def add_procs(self, procs):
+        return [None for _ in procs]
+
+    def del_procs(self, procs, endpoints):
+        pass
+
+    def send(self, endpoint, descriptor, tag):
+        return True
 
 
 class Two(BtlComponent):
@@ -170,8 +220,8 @@ class Two(BtlComponent):
 
     def query(self, context):
         attributes = self.module_attributes()
-        return Offer(self.priority, [BtlModule(self, "two:a", attributes),
-                                     BtlModule(self, "two:b", attributes)])
+        return Offer(self.priority, [Module(self, "two:a", attributes),
+                                     Module(self, "two:b", attributes)])
 
     def progress(self):
         Two.calls += 1
@@ -186,7 +236,7 @@ class One(BtlComponent):
     needs_progress = False
 
     def query(self, context):
-        return Offer(self.priority, [BtlModule(self, "one", self.module_attributes())])
+        return Offer(self.priority, [Module(self, "one", self.module_attributes())])
 
 
 class Absent(BtlComponent):

@@ -54,6 +54,14 @@ class Shy(Alpha):
 class Ancient(Alpha):
     name = "ancient"
     interface_version = (0, 9)
+
+
+class Forgetful(ShmemComponent):
+    name = "forgetful"
+    version = "1.0"
+
+    def query(self, context):
+        return Offer(self.priority, FileSegmentModule(self.name, DIRECTORY))
 """
 
 
@@ -67,7 +75,8 @@ def segments_dir(tmp_path):
 
 @pytest.fixture
 def fakes(distributions, segments_dir):
-    """Install the components alpha (30), beta (20), shy (declines) and ancient (interface 0.9)."""
+    """Install the components alpha (30), beta (20), shy (declines), ancient (interface 0.9)
+    and forgetful (no attach_module)."""
     module = f"fake_shmem_{uuid.uuid4().hex}"
     distributions.add(
         "fake-shmem",
@@ -79,6 +88,7 @@ def fakes(distributions, segments_dir):
                     ("beta", "Beta"),
                     ("shy", "Shy"),
                     ("ancient", "Ancient"),
+                    ("forgetful", "Forgetful"),
                 ]
             }
         },
@@ -123,6 +133,11 @@ def test_nobody_offering_is_an_error_naming_who_was_tried(fakes):
 def test_a_component_for_another_interface_version_is_refused_when_requested(fakes):
     with pytest.raises(ComponentLoadError, match=r"interface version 0\.9.*provides version 1"):
         select_module(registry(shmem="ancient"))
+
+
+def test_a_component_without_attach_module_cannot_be_opened(fakes):
+    with pytest.raises(ComponentLoadError, match=r"'forgetful'.*abstract method attach_module"):
+        select_module(registry(shmem="forgetful"))
 
 
 def test_the_choice_is_made_once_per_process(fakes):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ompy.mca.shmem.tmpdir import TmpdirComponent
+from ompy.mca.shmem.tmpdir import TmpdirShmemComponent
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.shmem import SegmentDescriptor
 from ompy.opal.mca.shmem.base import attach, reset_selection, selection
@@ -14,7 +14,7 @@ def registry(**settings: str) -> Registry:
 
 
 def test_offers_to_run_with_its_priority_when_the_directory_is_usable(tmp_path):
-    component = TmpdirComponent(registry(shmem_tmpdir_directory=str(tmp_path)))
+    component = TmpdirShmemComponent(registry(shmem_tmpdir_directory=str(tmp_path)))
     component.register_params()
     offer = component.query(None)
     assert offer is not None
@@ -23,13 +23,13 @@ def test_offers_to_run_with_its_priority_when_the_directory_is_usable(tmp_path):
 
 def test_the_user_sets_its_priority(tmp_path):
     settings = {"shmem_tmpdir_directory": str(tmp_path), "shmem_tmpdir_priority": "90"}
-    component = TmpdirComponent(registry(**settings))
+    component = TmpdirShmemComponent(registry(**settings))
     component.register_params()
     assert component.query(None).priority == 90
 
 
 def test_stays_out_when_the_directory_does_not_exist(tmp_path):
-    component = TmpdirComponent(registry(shmem_tmpdir_directory=str(tmp_path / "missing")))
+    component = TmpdirShmemComponent(registry(shmem_tmpdir_directory=str(tmp_path / "missing")))
     component.register_params()
     assert component.query(None) is None
 

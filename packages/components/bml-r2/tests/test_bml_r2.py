@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ompy.mca.bml.r2 import R2Component, R2Module
+from ompy.mca.bml.r2 import R2BmlComponent, R2BmlModule
 from ompy.ompi.mca.bml import BmlContext, BmlError, BmlUnreachableError
 from ompy.ompi.mca.bml.base import select_bml
 from ompy.opal.mca import list_candidates
@@ -56,8 +56,8 @@ def names(btls):
 
 def test_r2_is_the_selected_bml(ranks):
     bml, _ = ranks(btl="self")
-    assert isinstance(bml, R2Module)
-    assert R2Component.name == "r2"
+    assert isinstance(bml, R2BmlModule)
+    assert R2BmlComponent.name == "r2"
 
 
 def test_oneself_is_reached_only_through_self_and_peers_through_tcp(ranks):
@@ -105,7 +105,7 @@ def test_without_any_btl_module_r2_says_so():
     candidates, _failures = list_candidates("ompy.mca.btl")
     excluded = "^" + ",".join(sorted(c.name for c in candidates))
     registry = Registry(environ={"OMPY_MCA_btl": excluded}, files=[])
-    component = R2Component(registry)
+    component = R2BmlComponent(registry)
     component.register_params()
     context = BmlContext(BtlContext(PROCS[0], InMemoryModex(), b"k" * 32, engine), registry)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ompy.mca.btl.self import SelfComponent
+from ompy.mca.btl.self import SelfBtlComponent
 from ompy.opal.mca.btl import BtlContext, BtlFlags, DescriptorFlags
 from ompy.opal.mca.btl.base import TAG_PML, TAG_USR, select_btls
 from ompy.opal.mca.params import Registry
@@ -24,7 +24,7 @@ def context():
 
 @pytest.fixture
 def module(context):
-    component = SelfComponent(Registry(environ={}))
+    component = SelfBtlComponent(Registry(environ={}))
     component.register_params()
     component.open()
     offer = component.query(context)

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from ompy.mca.btl.sm import SmComponent
+from ompy.mca.btl.sm import SmBtlComponent
 from ompy.opal.mca.btl import BtlContext
 from ompy.opal.mca.btl.base import TAG_USR
 from ompy.opal.mca.params import Registry
@@ -39,7 +39,7 @@ class Ranks:
         self.engines = [ProgressEngine(spin_count=10) for _ in range(size)]
         self.components, self.modules, self.inboxes = [], [], []
         for rank in range(size):
-            component = SmComponent(self.registry)
+            component = SmBtlComponent(self.registry)
             component.register_params()
             component.open()
             context = BtlContext(self.procs[rank], modexes[rank], bytes(16), self.engines[rank])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ompy.mca.btl.tcp import TcpComponent
+from ompy.mca.btl.tcp import TcpBtlComponent
 from ompy.opal.mca.btl import BtlContext
 from ompy.opal.mca.btl.base import TAG_USR
 from ompy.opal.mca.params import Registry
@@ -32,7 +32,7 @@ class Pair:
         self.secret = SECRET
         self.components, self.modules, self.inboxes = [], [], []
         for rank, modex in enumerate(InMemoryModex.group(2)):
-            component = TcpComponent(Registry(environ=environ))
+            component = TcpBtlComponent(Registry(environ=environ))
             component.register_params()
             component.open()
             modules = component.query(BtlContext(PROCS[rank], modex, SECRET, self.engine)).module

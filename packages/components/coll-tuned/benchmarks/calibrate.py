@@ -10,7 +10,7 @@ slowest rank's time counts, and the table gives the median over the repetitions 
 fastest algorithm.  ``auto`` is timed too: it shows what the current rules pick and cost.
 Sizes are bytes of what the rules measure (:data:`ompy.mca.coll.tuned.decision.MEASURE`).
 
-The algorithms run through a :class:`~ompy.mca.coll.tuned.TunedModule` of the script's own
+The algorithms run through a :class:`~ompy.mca.coll.tuned.TunedCollModule` of the script's own
 on COMM_WORLD (``algorithm=`` per call), whatever components serve COMM_WORLD otherwise.
 Numbers, not a test.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ompy import MPI
-from ompy.mca.coll.tuned import ALGORITHMS, TunedModule
+from ompy.mca.coll.tuned import ALGORITHMS, TunedCollModule
 from ompy.mca.coll.tuned.decision import decide
 from ompy.ompi.datatype.buffer import VectorBufferSpec, parse_buffer
 
@@ -48,7 +48,7 @@ def blocks(array: np.ndarray, size: int) -> VectorBufferSpec:
     )
 
 
-def setup(operation: str, nbytes: int, c: Any, module: TunedModule) -> Callable[[str], None]:
+def setup(operation: str, nbytes: int, c: Any, module: TunedCollModule) -> Callable[[str], None]:
     """A function running ``operation`` once with the named algorithm, on ``nbytes`` bytes."""
     size, rank = c.size, c.rank
     n = max(1, nbytes // 8)
@@ -94,7 +94,7 @@ def setup(operation: str, nbytes: int, c: Any, module: TunedModule) -> Callable[
 def measure(comm: Any, operation: str, nbytes: int, reps: int, warmup: int) -> dict[str, float]:
     """Median slowest-rank time (µs) of each algorithm of ``operation`` on ``nbytes``."""
     c = comm._c
-    module = TunedModule()
+    module = TunedCollModule()
     run = setup(operation, nbytes, c, module)
     names = list(ALGORITHMS[operation])
     times = {name: [] for name in names}

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from ompy.mca.coll.tuned import ALGORITHMS, TunedComponent, decide
+from ompy.mca.coll.tuned import ALGORITHMS, TunedCollComponent, decide
 from ompy.mca.coll.tuned.decision import RULES, obstacle
 from ompy.opal.mca.params import Registry
 
@@ -101,7 +101,7 @@ def test_an_unknown_algorithm_is_an_error_naming_the_choices():
 
 
 def _component(environ):
-    component = TunedComponent(Registry(environ=environ, files=[]))
+    component = TunedCollComponent(Registry(environ=environ, files=[]))
     component.register_params()
     return component
 

@@ -3,7 +3,7 @@
 ``run_battery(comm)`` runs on every member of ``comm`` (an ``Intracomm``) and returns the names
 of the checks it passed; it raises ``AssertionError`` naming the operation, algorithm, size
 and case on the first wrong result.  Parameters cannot change once MPI is initialized, so the
-battery drives a :class:`~ompy.mca.coll.tuned.TunedModule` of its own on the communicator's
+battery drives a :class:`~ompy.mca.coll.tuned.TunedCollModule` of its own on the communicator's
 internal object and names the algorithm of each call (``algorithm=``); tags come from the
 communicator's own table, as in any collective call.  The module's segment size is tiny so
 the segmented algorithms cut even short test vectors into several pieces.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ompy.mca.coll.tuned import ALGORITHMS, Settings, TunedModule
+from ompy.mca.coll.tuned import ALGORITHMS, Settings, TunedCollModule
 from ompy.mca.coll.tuned.module import SEGMENTS
 from ompy.ompi.api.vector_messages import parse_vector_message
 from ompy.ompi.datatype.buffer import IN_PLACE_SPEC, parse_buffer
@@ -120,7 +120,7 @@ class Battery:
         self.comm = comm
         self.c = comm._c
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.module = TunedModule(Settings(segments=dict.fromkeys(SEGMENTS, SEGMENT)))
+        self.module = TunedCollModule(Settings(segments=dict.fromkeys(SEGMENTS, SEGMENT)))
         self.passed: list[str] = []
 
     def roots(self) -> list[int]:

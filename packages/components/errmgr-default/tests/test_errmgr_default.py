@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ompy.mca.errmgr.default import DefaultErrmgrComponent
-from ompy.mca.errmgr.default.policy import FirstFailureEndsJob
+from ompy.mca.errmgr.default.policy import DefaultErrmgrModule
 from ompy.opal.mca.params import Registry
 from ompy.orte.mca.errmgr import Failure, RankAborted, RankExited, RankRaised
 from ompy.orte.mca.errmgr.base import select_errmgr
@@ -23,8 +23,8 @@ TRACEBACK = 'Traceback (most recent call last):\n  File "app.py", line 3\nKeyErr
 
 
 @pytest.fixture
-def policy() -> FirstFailureEndsJob:
-    return FirstFailureEndsJob()
+def policy() -> DefaultErrmgrModule:
+    return DefaultErrmgrModule()
 
 
 def test_the_component_offers_the_policy():
@@ -33,13 +33,13 @@ def test_the_component_offers_the_policy():
     component.open()
     offer = component.query(None)
     assert offer is not None and offer.priority == 10
-    assert isinstance(offer.module, FirstFailureEndsJob)
+    assert isinstance(offer.module, DefaultErrmgrModule)
 
 
 def test_the_errmgr_framework_selects_it_by_name():
     opened, module = select_errmgr(Registry(environ={"OMPY_MCA_errmgr": "default"}, files=[]))
     try:
-        assert isinstance(module, FirstFailureEndsJob)
+        assert isinstance(module, DefaultErrmgrModule)
     finally:
         opened.close()
 
@@ -84,7 +84,7 @@ def test_failing_after_finalize_still_fails_the_job_and_says_so(policy):
 
 @given(returncode=st.integers(-64, 255), finalized=st.booleans(), rank=st.integers(0, 10_000))
 def test_every_exit_status_maps_to_the_shells_code(returncode, finalized, rank):
-    failure = FirstFailureEndsJob().judge(RankExited(rank, returncode, finalized))
+    failure = DefaultErrmgrModule().judge(RankExited(rank, returncode, finalized))
     if returncode == 0:
         assert failure is None
         return
@@ -149,9 +149,9 @@ events = st.one_of(
 @given(st.lists(events, max_size=12))
 def test_judgements_do_not_depend_on_what_was_judged_before(history):
     """So the first failing event of a job is the one the launcher ends the job with."""
-    policy = FirstFailureEndsJob()
+    policy = DefaultErrmgrModule()
     judged = [policy.judge(event) for event in history]
-    assert judged == [FirstFailureEndsJob().judge(event) for event in history]
+    assert judged == [DefaultErrmgrModule().judge(event) for event in history]
     for event, failure in zip(history, judged, strict=True):
         clean_exit = isinstance(event, RankExited) and event.returncode == 0
         assert (failure is None) == clean_exit

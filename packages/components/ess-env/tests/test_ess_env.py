@@ -6,14 +6,14 @@ import secrets
 
 import pytest
 
-from ompy.mca.ess.env import EnvComponent
+from ompy.mca.ess.env import EnvEssComponent
 from ompy.opal.mca.params import Registry
 from ompy.orte.control import LaunchEnvironmentError, environment_for_rank
 
 
 @pytest.fixture
-def component() -> EnvComponent:
-    component = EnvComponent(Registry(environ={}, files=[]))
+def component() -> EnvEssComponent:
+    component = EnvEssComponent(Registry(environ={}, files=[]))
     component.register_params()
     component.open()
     return component

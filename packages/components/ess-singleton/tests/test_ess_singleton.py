@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import tempfile
 
-from ompy.mca.ess.singleton import SingletonComponent
+from ompy.mca.ess.singleton import SingletonEssComponent
 from ompy.opal.mca.params import Registry
 
 
-def make(**mca: str) -> SingletonComponent:
+def make(**mca: str) -> SingletonEssComponent:
     environ = {f"OMPY_MCA_{k}": v for k, v in mca.items()}
-    component = SingletonComponent(Registry(environ=environ, files=[]))
+    component = SingletonEssComponent(Registry(environ=environ, files=[]))
     component.register_params()
     component.open()
     return component

@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from ompy.mca.iof.default.forwarder import LineForwarder
+from ompy.mca.iof.default.forwarder import DefaultIofModule
 from ompy.orte.launcher.loop import EventLoop
 from ompy.orte.mca.iof import IofOptions
 
@@ -49,7 +49,7 @@ class FakeRank:
         self.stdout = self.stderr = -1
 
 
-def start(iof: LineForwarder, loop: EventLoop, size: int) -> list[FakeRank]:
+def start(iof: DefaultIofModule, loop: EventLoop, size: int) -> list[FakeRank]:
     """Let the forwarder set up ``size`` ranks; each keeps (a copy of) the child's write ends."""
     ranks = []
     for rank in range(size):
@@ -63,7 +63,7 @@ def start(iof: LineForwarder, loop: EventLoop, size: int) -> list[FakeRank]:
     return ranks
 
 
-def pump(iof: LineForwarder, loop: EventLoop, timeout: float = WAIT) -> None:
+def pump(iof: DefaultIofModule, loop: EventLoop, timeout: float = WAIT) -> None:
     """Run the loop until every stream reached end-of-file, then close the forwarder."""
     deadline = time.monotonic() + timeout
     while iof.open_streams():

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ompy.mca.iof.default import DefaultIofComponent
-from ompy.mca.iof.default.forwarder import MAX_LINE, LineForwarder
+from ompy.mca.iof.default.forwarder import MAX_LINE, DefaultIofModule
 from ompy.opal.mca.params import Registry
 from ompy.orte.launcher.loop import EventLoop
 from ompy.orte.mca.iof import IofOptions
@@ -34,7 +34,7 @@ def test_the_component_offers_a_line_forwarder_for_the_jobs_options():
     options = IofOptions("j1", 4, tag_output=True)
     offer = component.query(options)
     assert offer is not None and offer.priority == 50
-    assert isinstance(offer.module, LineForwarder)
+    assert isinstance(offer.module, DefaultIofModule)
     assert offer.module.options is options
 
 
@@ -42,13 +42,13 @@ def test_the_iof_framework_selects_it_by_name():
     registry = Registry(environ={"OMPY_MCA_iof": "default"}, files=[])
     opened, module = select_iof(registry, IofOptions("j1", 1))
     try:
-        assert isinstance(module, LineForwarder)
+        assert isinstance(module, DefaultIofModule)
     finally:
         opened.close()
 
 
 def test_untagged_output_is_passed_through_byte_for_byte(loop, terminal):
-    iof = LineForwarder(terminal.options())
+    iof = DefaultIofModule(terminal.options())
     (rank,) = start(iof, loop, 1)
     rank.write(b"x\ny")
     loop.run_once(1.0)
@@ -61,7 +61,7 @@ def test_untagged_output_is_passed_through_byte_for_byte(loop, terminal):
 
 
 def test_tagged_lines_carry_jobid_rank_and_stream(loop, terminal):
-    iof = LineForwarder(terminal.options("jx7", 2, tag_output=True))
+    iof = DefaultIofModule(terminal.options("jx7", 2, tag_output=True))
     ranks = start(iof, loop, 2)
     ranks[0].write(b"hel")
     loop.run_once(1.0)
@@ -77,7 +77,7 @@ def test_tagged_lines_carry_jobid_rank_and_stream(loop, terminal):
 
 
 def test_a_partial_line_waits_for_its_newline(loop, terminal):
-    iof = LineForwarder(terminal.options(tag_output=True))
+    iof = DefaultIofModule(terminal.options(tag_output=True))
     (rank,) = start(iof, loop, 1)
     rank.write(b"complete\nhalf")
     loop.run_once(1.0)
@@ -90,7 +90,7 @@ def test_a_partial_line_waits_for_its_newline(loop, terminal):
 
 
 def test_time_stamps_are_local_iso_8601_with_microseconds_before_the_tag(loop, terminal):
-    iof = LineForwarder(terminal.options(tag_output=True, timestamp_output=True))
+    iof = DefaultIofModule(terminal.options(tag_output=True, timestamp_output=True))
     (rank,) = start(iof, loop, 1)
     before = datetime.datetime.now()
     rank.write(b"one\ntwo")
@@ -106,7 +106,7 @@ def test_time_stamps_are_local_iso_8601_with_microseconds_before_the_tag(loop, t
 
 
 def test_time_stamps_without_tags(loop, terminal):
-    iof = LineForwarder(terminal.options(timestamp_output=True))
+    iof = DefaultIofModule(terminal.options(timestamp_output=True))
     (rank,) = start(iof, loop, 1)
     rank.write(b"a\nb\n", "stderr")
     rank.exit()
@@ -120,7 +120,7 @@ def test_every_write_holds_whole_lines_of_one_rank(loop):
     reader, writer = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with reader, writer:
         options = IofOptions("j", 3, tag_output=True, stdout_fd=writer.fileno())
-        iof = LineForwarder(options)
+        iof = DefaultIofModule(options)
         ranks = start(iof, loop, 3)
         expected = {rank.rank: [f"rank {rank.rank} line {i}" for i in range(5)] for rank in ranks}
         for rank in ranks:  # every line arrives in two pieces, between which the loop runs
@@ -144,7 +144,7 @@ def test_every_write_holds_whole_lines_of_one_rank(loop):
 
 def test_a_line_longer_than_the_limit_is_forwarded_in_pieces_before_its_end(loop, terminal):
     """A rank that never writes a newline cannot make the launcher buffer without bound."""
-    iof = LineForwarder(terminal.options())
+    iof = DefaultIofModule(terminal.options())
     (rank,) = start(iof, loop, 1)
     rank.write(b"x" * (2 * MAX_LINE))
     for _ in range(8):
@@ -157,7 +157,7 @@ def test_a_line_longer_than_the_limit_is_forwarded_in_pieces_before_its_end(loop
 
 
 def test_tagged_pieces_of_an_overlong_line_each_end_their_own_line(loop, terminal):
-    iof = LineForwarder(terminal.options(tag_output=True))
+    iof = DefaultIofModule(terminal.options(tag_output=True))
     (rank,) = start(iof, loop, 1)
     rank.write(b"y" * (MAX_LINE + 10) + b"\n")
     rank.exit()
@@ -187,7 +187,7 @@ def test_any_chunking_and_interleaving_keeps_each_ranks_lines_whole_and_in_order
     with tempfile.TemporaryDirectory() as directory:
         loop = EventLoop()
         terminal = Terminal(Path(directory))
-        iof = LineForwarder(terminal.options("h", len(texts), tag_output=True))
+        iof = DefaultIofModule(terminal.options("h", len(texts), tag_output=True))
         ranks = start(iof, loop, len(texts))
         try:
             pending = []

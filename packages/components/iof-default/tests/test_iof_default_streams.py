@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from ompy.mca.iof.default.forwarder import LineForwarder, rank_output_dir
+from ompy.mca.iof.default.forwarder import DefaultIofModule, rank_output_dir
 from ompy.orte.mca.iof import IofOptions
 
 from .conftest import WAIT, pump, start
@@ -27,7 +27,7 @@ def test_output_files_follow_open_mpis_layout(tmp_path):
 
 def test_output_files_receive_each_ranks_streams_instead_of_the_terminal(loop, terminal, tmp_path):
     base = tmp_path / "out" / "deeper"
-    iof = LineForwarder(terminal.options("j", 3, tag_output=True, output_dir=base))
+    iof = DefaultIofModule(terminal.options("j", 3, tag_output=True, output_dir=base))
     ranks = start(iof, loop, 3)
     ranks[0].write(b"zero\n")
     ranks[1].write(b"one, unfinished")
@@ -55,7 +55,7 @@ def test_output_files_replace_those_of_an_earlier_run(loop, tmp_path):
     old = rank_output_dir(tmp_path, 0)
     old.mkdir(parents=True)
     (old / "stdout").write_bytes(b"an earlier, much longer output\n")
-    iof = LineForwarder(IofOptions("j", 1, timestamp_output=True, output_dir=tmp_path))
+    iof = DefaultIofModule(IofOptions("j", 1, timestamp_output=True, output_dir=tmp_path))
     (rank,) = start(iof, loop, 1)
     rank.write(b"new\n")
     rank.exit()
@@ -65,7 +65,7 @@ def test_output_files_replace_those_of_an_earlier_run(loop, tmp_path):
 
 
 def test_only_rank_0_reads_the_launchers_stdin_the_others_read_nothing():
-    iof = LineForwarder(IofOptions("j", 3))
+    iof = DefaultIofModule(IofOptions("j", 3))
     try:
         assert iof.stdio_for(0).stdin is None  # inherited: a terminal keeps working
         assert iof.stdio_for(1).stdin == subprocess.DEVNULL
@@ -78,12 +78,12 @@ def test_only_rank_0_reads_the_launchers_stdin_the_others_read_nothing():
 LAUNCHER = textwrap.dedent(
     """
     import subprocess, sys
-    from ompy.mca.iof.default.forwarder import LineForwarder
+    from ompy.mca.iof.default.forwarder import DefaultIofModule
     from ompy.orte.launcher.loop import EventLoop
     from ompy.orte.mca.iof import IofOptions
 
     loop = EventLoop()
-    iof = LineForwarder(IofOptions("j", 2, tag_output=True))
+    iof = DefaultIofModule(IofOptions("j", 2, tag_output=True))
     ranks = []
     for rank in range(2):
         stdio = iof.stdio_for(rank)
@@ -117,7 +117,7 @@ def test_real_ranks_rank_0_reads_what_the_launcher_is_given():
 
 def test_thirty_two_ranks_are_served_by_the_one_loop_without_threads(loop, terminal):
     threads = threading.active_count()
-    iof = LineForwarder(terminal.options("j", 32, tag_output=True))
+    iof = DefaultIofModule(terminal.options("j", 32, tag_output=True))
     ranks = start(iof, loop, 32)
     assert iof.open_streams() == 64
     for rank in ranks:
@@ -147,7 +147,7 @@ def test_thirty_two_ranks_are_served_by_the_one_loop_without_threads(loop, termi
 def test_closing_early_forwards_what_is_waiting_and_closes_every_stream(loop, terminal, tmp_path):
     """At teardown the launcher closes the forwarder while a rank's child may still hold the
     pipe open: what was written so far, a partial line included, is still forwarded."""
-    iof = LineForwarder(terminal.options(tag_output=True))
+    iof = DefaultIofModule(terminal.options(tag_output=True))
     (rank,) = start(iof, loop, 1)
     rank.write(b"done\nhalf")
     iof.close(loop)
@@ -159,7 +159,7 @@ def test_closing_early_forwards_what_is_waiting_and_closes_every_stream(loop, te
 
 
 def test_ranks_that_never_started_are_released(loop, tmp_path):
-    iof = LineForwarder(IofOptions("j", 3, output_dir=tmp_path))
+    iof = DefaultIofModule(IofOptions("j", 3, output_dir=tmp_path))
     start(iof, loop, 1)[0].exit()
     iof.stdio_for(1)
     iof.abandon(1)  # the launcher could not start rank 1
@@ -173,7 +173,7 @@ def test_a_terminal_that_went_away_does_not_stop_the_job(loop):
     that no rank blocks on a full pipe."""
     read_end, write_end = os.pipe()
     os.close(read_end)
-    iof = LineForwarder(IofOptions("j", 1, stdout_fd=write_end))
+    iof = DefaultIofModule(IofOptions("j", 1, stdout_fd=write_end))
     (rank,) = start(iof, loop, 1)
     rank.write(b"line\n" * 50_000)  # several times what a pipe holds
     rank.exit()

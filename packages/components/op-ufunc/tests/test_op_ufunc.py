@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ompy.mca.op.ufunc import UfuncComponent, UfuncModule
+from ompy.mca.op.ufunc import UfuncOpComponent, UfuncOpModule
 from ompy.ompi.api.testing import default_instance
 from ompy.ompi.datatype import BY_KEY
 from ompy.ompi.datatype import predefined as types
@@ -140,7 +140,7 @@ def test_location_kernels_agree_with_mpi_for_any_block_size(xs, ys, block, op):
     a = np.array(xs[:count], dtype)
     b = np.array(ys[:count], dtype)
     expected = reference(op, a, b)
-    UfuncModule(block).kernel(op, types.TWOINT)(memoryview(a), memoryview(b), count)
+    UfuncOpModule(block).kernel(op, types.TWOINT)(memoryview(a), memoryview(b), count)
     assert [tuple(x) for x in b.tolist()] == expected
 
 
@@ -189,20 +189,22 @@ def test_large_reductions_allocate_nothing_proportional_to_the_message(op, datat
 
 def test_the_component_is_installed_under_its_entry_point():
     candidates, _ = list_candidates("ompy.mca.op")
-    assert "ompy.mca.op.ufunc:UfuncComponent" in {c.target for c in candidates if c.name == "ufunc"}
+    assert "ompy.mca.op.ufunc:UfuncOpComponent" in {
+        c.target for c in candidates if c.name == "ufunc"
+    }
 
 
 def test_the_component_registers_its_parameters_and_offers_a_module():
     registry = Registry(environ={"OMPY_MCA_op_ufunc_loc_block": "8"}, files=[])
-    component = UfuncComponent(registry)
+    component = UfuncOpComponent(registry)
     component.register_params()
     offer = component.query(None)
     assert offer.priority == component.priority == 10
-    assert isinstance(offer.module, UfuncModule)
+    assert isinstance(offer.module, UfuncOpModule)
     assert offer.module.loc_block == 8
 
 
 def test_the_module_passes_on_shapes_it_does_not_know():
-    module = UfuncModule(16)
+    module = UfuncOpModule(16)
     assert module.kernel(Intrinsic.SUM, types.DOUBLE_INT) is None
     assert module.kernel(Intrinsic.MAXLOC, types.DOUBLE) is None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ompy.mca.plm.local.launcher import LocalLauncher, LocalRank
+from ompy.mca.plm.local.launcher import LocalPlmModule, LocalRank
 from ompy.orte.launcher.job import Node, Placement
 from ompy.orte.mca.plm import Stdio
 
@@ -85,10 +85,10 @@ def read_line(fd: int, timeout: float = WAIT) -> str:
 
 
 class Spawner:
-    """Starts ranks through a :class:`LocalLauncher` and remembers them for the final checks."""
+    """Starts ranks through a :class:`LocalPlmModule` and remembers them for the final checks."""
 
     def __init__(self, token: str) -> None:
-        self.launcher = LocalLauncher()
+        self.launcher = LocalPlmModule()
         self.token = token
         self.ranks: list[LocalRank] = []
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ompy.mca.plm.local.launcher import LocalLauncher, LocalRank
+from ompy.mca.plm.local.launcher import LocalPlmModule, LocalRank
 from ompy.orte.launcher.forkserver.ranks import ForkedRank
 from ompy.orte.mca.plm import Stdio
 
@@ -91,7 +91,7 @@ def test_another_program_is_executed(prepared):
 
 
 def test_without_the_fork_server_every_rank_is_executed(spawner):
-    spawner.launcher = LocalLauncher(fork_server=False)
+    spawner.launcher = LocalPlmModule(fork_server=False)
     spawner.launcher.prepare(python(REPORT), spawner.env(), Path.cwd())
     assert spawner.launcher.fork_server is None
     started = spawner.spawn(python(REPORT))

@@ -12,7 +12,7 @@ import socket
 import pytest
 
 from ompy.mca.plm.local import LocalPlmComponent
-from ompy.mca.plm.local.launcher import LocalLauncher
+from ompy.mca.plm.local.launcher import LocalPlmModule
 from ompy.opal.mca.params import Registry
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.job import Node
@@ -37,14 +37,14 @@ def test_the_component_offers_the_local_launcher_for_any_nodes():
     component.open()
     offer = component.query([Node("elsewhere.example", 2)])
     assert offer is not None and offer.priority == 10
-    assert isinstance(offer.module, LocalLauncher)
+    assert isinstance(offer.module, LocalPlmModule)
 
 
 def test_the_plm_framework_selects_it_when_asked_for_by_name():
     registry = Registry(environ={"OMPY_MCA_plm": "local"}, files=[])
     opened, module = select_plm(registry, [Node("localhost", 1)])
     try:
-        assert isinstance(module, LocalLauncher)
+        assert isinstance(module, LocalPlmModule)
     finally:
         opened.close()
 
@@ -53,13 +53,13 @@ def test_the_plm_framework_selects_it_when_asked_for_by_name():
     "name", ["localhost", "127.0.0.1", "::1", socket.gethostname(), " LOCALHOST "]
 )
 def test_names_of_this_host_are_reachable(name):
-    LocalLauncher().check_nodes([Node(name, 1)])
+    LocalPlmModule().check_nodes([Node(name, 1)])
 
 
 def test_other_hosts_are_refused_by_name():
     nodes = [Node("localhost", 2), Node("n1.example", 2), Node("n2", 2)]
     with pytest.raises(LaunchError, match=r"cannot start ranks on 'n1.example', 'n2'") as caught:
-        LocalLauncher().check_nodes(nodes)
+        LocalPlmModule().check_nodes(nodes)
     assert "this host only" in str(caught.value)
     assert caught.value.exit_code == 1
 

@@ -105,11 +105,11 @@ LAUNCHER = textwrap.dedent(
     """
     import subprocess, sys, time
     from pathlib import Path
-    from ompy.mca.plm.local.launcher import LocalLauncher
+    from ompy.mca.plm.local.launcher import LocalPlmModule
     from ompy.orte.launcher.job import Node, Placement
     from ompy.orte.mca.plm import Stdio
 
-    rank = LocalLauncher().spawn(
+    rank = LocalPlmModule().spawn(
         Placement(0, Node("localhost", 1), 0, 0, 1, False),
         [sys.executable, "-c", "import time; time.sleep(60)"],
         {"MARKER": "TOKEN"},

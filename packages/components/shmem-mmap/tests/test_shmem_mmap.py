@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ompy.mca.shmem.mmap import MmapComponent
+from ompy.mca.shmem.mmap import MmapShmemComponent
 from ompy.opal.mca import NoComponentError
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.shmem import SegmentExistsError, SegmentNotFoundError
@@ -72,7 +72,7 @@ def test_the_directory_parameter_chooses_where_segments_go(job_session, tmp_path
 
 def test_a_relative_directory_is_taken_from_the_working_directory(job_session, monkeypatch):
     monkeypatch.chdir(job_session.parent)
-    component = MmapComponent(registry(shmem_mmap_directory="session"))
+    component = MmapShmemComponent(registry(shmem_mmap_directory="session"))
     component.register_params()
     assert component.configured_directory() == job_session
 
@@ -127,7 +127,7 @@ def test_an_unusable_directory_makes_the_component_decline(job_session, tmp_path
     if make == "file":
         target.write_text("not a directory")
     settings = {"shmem": "mmap", "shmem_mmap_directory": str(target)}
-    component = MmapComponent(registry(**settings))
+    component = MmapShmemComponent(registry(**settings))
     component.register_params()
     assert component.query(None) is None
     assert component.decline_reason == f"{target} is not a directory"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ompy.mca.shmem.posix import PosixComponent
+from ompy.mca.shmem.posix import PosixShmemComponent
 from ompy.opal.mca import NoComponentError
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.shmem import SegmentExistsError, SegmentNotFoundError
@@ -102,14 +102,14 @@ def test_after_unlink_attaching_fails_clearly_here_and_in_another_process(posix)
     assert f"'{name}' no longer exists at /dev/shm/{name}" in result.stderr
 
 
-def make_component(**settings: str) -> PosixComponent:
-    component = PosixComponent(registry(**settings))
+def make_component(**settings: str) -> PosixShmemComponent:
+    component = PosixShmemComponent(registry(**settings))
     component.register_params()
     return component
 
 
 def test_without_a_usable_dev_shm_the_component_declines(monkeypatch, tmp_path):
-    monkeypatch.setattr(PosixComponent, "directory", tmp_path / "no-shm")
+    monkeypatch.setattr(PosixShmemComponent, "directory", tmp_path / "no-shm")
     component = make_component()
     assert component.query(None) is None
     assert component.decline_reason == f"{tmp_path / 'no-shm'} is not a directory"

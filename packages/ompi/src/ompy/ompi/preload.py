@@ -48,14 +48,12 @@ def _import_mpi_api() -> None:
 
 
 def _import_components() -> None:
-    from stevedore import ExtensionManager
+    from ompy.opal.mca.discovery import installed_frameworks, list_candidates, load_components
 
-    from ompy.opal.mca.discovery import list_candidates, load_components
-
-    frameworks = ExtensionManager("ompy.frameworks")
-    for extension in frameworks.extensions:
-        framework = extension.plugin
-        if getattr(framework, "layer", None) not in RANK_LAYERS:
+    # A framework whose description cannot be loaded is each rank's to report (ompy info
+    # shows it too); here it is simply not preloaded.
+    for framework in installed_frameworks(failures=[]):
+        if framework.layer not in RANK_LAYERS:
             continue
         candidates, _failures = list_candidates(framework.group)
         components, _failures = load_components(framework, candidates)

@@ -1,10 +1,11 @@
 """``MPI.Op``: reduction operations, predefined and user-defined, as mpi4py exposes them.
 
 Semantics every caller relies on: ``Reduce_local(inbuf, inoutbuf)`` leaves ``inbuf op inoutbuf``
-in ``inoutbuf``, elementwise.  The collectives use exactly this step (through
-:func:`ompy.ompi.mca.op.base.kernel`) with ``inbuf`` holding the contribution of the lower
-ranks, so a non-commutative operation reduces in rank order, ``x0 op x1 op ... op xn-1``, as MPI
-requires.  Objects fold the same way: ``op(x, y)`` with ``x`` from the lower ranks.
+in ``inoutbuf``, elementwise.  The collectives use exactly this step (through the instance's
+:meth:`~ompy.ompi.mca.op.base.OpSelection.kernel`) with ``inbuf`` holding the contribution of
+the lower ranks, so a non-commutative operation reduces in rank order,
+``x0 op x1 op ... op xn-1``, as MPI requires.  Objects fold the same way: ``op(x, y)`` with
+``x`` from the lower ranks.
 """
 
 from __future__ import annotations

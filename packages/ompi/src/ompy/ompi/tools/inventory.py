@@ -180,7 +180,7 @@ def _open(framework: Framework, registry: Registry, errors: list[str]) -> Framew
         ComponentEntry(
             framework.name,
             component.name,
-            str(getattr(component, "version", "unknown")),
+            str(component.version),
             component.interface_version,
             component.description,
             opened.selection.admits(component.name),

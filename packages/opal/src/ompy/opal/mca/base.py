@@ -11,32 +11,37 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Generic
 
 import attrs
 
-from .component import Component, Offer
-from .discovery import LoadFailure, list_candidates, load_components
+from .component import Offer
+from .discovery import Candidate, LoadFailure, list_candidates, load_components
 from .errors import ComponentLoadError, NoComponentError, SelectionSyntaxError
-from .framework import Cardinality, Framework
-from .params import ParamValueError, Registry
+from .framework import Cardinality, ComponentT, Framework
+from .params import ParamValueError, Registry, Resolved
 from .selection import Selection
 
 
 @attrs.define
-class OpenFramework:
-    """A framework with its components loaded and opened in this process."""
+class OpenFramework(Generic[ComponentT]):
+    """A framework with its components loaded and opened in this process.
 
-    framework: Framework
+    ``context`` arguments are what the framework's components' ``query`` takes (its
+    ``ContextT``); the offers' modules are of the framework's module type, which the
+    framework's own base checks where a third-party component could get it wrong.
+    """
+
+    framework: Framework[ComponentT]
     registry: Registry
     selection: Selection
-    components: list[Component]
+    components: list[ComponentT]
     failures: list[LoadFailure]
     verbosity: int = 0
 
-    def offers(self, context: Any = None) -> list[tuple[Component, Offer[Any]]]:
+    def offers(self, context: Any = None) -> list[tuple[ComponentT, Offer[Any]]]:
         """Every offer for ``context``, best first (priority descending, then name)."""
-        offers = []
+        offers: list[tuple[ComponentT, Offer[Any]]] = []
         for component in self.components:
             try:
                 offer = component.query(context)
@@ -54,7 +59,7 @@ class OpenFramework:
         offers.sort(key=lambda pair: (-pair[1].priority, pair[0].name))
         return offers
 
-    def select_one(self, context: Any = None) -> tuple[Component, Offer[Any]]:
+    def select_one(self, context: Any = None) -> tuple[ComponentT, Offer[Any]]:
         """The single best offer (one-of-many frameworks); an error when nobody offers."""
         offers = self.offers(context)
         if not offers:
@@ -63,12 +68,14 @@ class OpenFramework:
         self.say(10, f"selected {component.name} (priority {offer.priority})")
         return component, offer
 
-    def select_many(self, context: Any = None) -> list[tuple[Component, Offer[Any]]]:
+    def select_many(self, context: Any = None) -> list[tuple[ComponentT, Offer[Any]]]:
         """Every offer, best first (many-of-many frameworks); may be empty."""
         return self.offers(context)
 
-    def select(self, context: Any = None):
-        """Select according to the framework's cardinality."""
+    def select(
+        self, context: Any = None
+    ) -> tuple[ComponentT, Offer[Any]] | list[tuple[ComponentT, Offer[Any]]]:
+        """Select according to the framework's cardinality (one pair, or a list of pairs)."""
         if self.framework.cardinality is Cardinality.ONE:
             return self.select_one(context)
         return self.select_many(context)
@@ -97,8 +104,8 @@ class OpenFramework:
 
 
 def open_framework(
-    framework: Framework, registry: Registry, *, everything: bool = False
-) -> OpenFramework:
+    framework: Framework[ComponentT], registry: Registry, *, everything: bool = False
+) -> OpenFramework[ComponentT]:
     """Discover, load and open the components of ``framework`` that its selection admits.
 
     ``everything`` loads every installed component regardless of the selection: that is what
@@ -117,7 +124,7 @@ def open_framework(
     classes, load_failures = load_components(framework, admitted)
     failures.extend(load_failures)
 
-    components = []
+    components: list[ComponentT] = []
     for cls in classes:
         try:
             component = cls(registry)
@@ -150,8 +157,8 @@ def open_framework(
 
 
 def open_and_select_one(
-    framework: Framework, registry: Registry, context: Any = None
-) -> tuple[OpenFramework, Component, Offer[Any]]:
+    framework: Framework[ComponentT], registry: Registry, context: Any = None
+) -> tuple[OpenFramework[ComponentT], ComponentT, Offer[Any]]:
     """Open a one-of-many framework and select its best offer for ``context``.
 
     The caller owns the returned :class:`OpenFramework` and closes it when the module is no
@@ -166,7 +173,13 @@ def open_and_select_one(
     return opened, component, offer
 
 
-def _check_requested_exist(framework, selection, resolved, candidates, failures) -> None:
+def _check_requested_exist(
+    framework: Framework[Any],
+    selection: Selection,
+    resolved: Resolved,
+    candidates: list[Candidate],
+    failures: list[LoadFailure],
+) -> None:
     known = {c.name for c in candidates} | {f.name for f in failures}
     missing = [name for name in selection.include if name not in known]
     if missing:

@@ -7,34 +7,48 @@ instantiates it once per process and drives its lifecycle::
 
 ``query`` answers "do you want to run here, and how much?" with an :class:`Offer` (a priority
 and the module that will do the work), or ``None`` to stay out.  Framework interfaces subclass
-:class:`Component` to add what their modules must provide.
+:class:`Component` with the two types of their contract filled in, what ``query`` is asked
+about and what its offer carries (``BtlComponent(Component[BtlContext, list[BtlModule]])``), and
+add what their components must provide.
 """
 
 from __future__ import annotations
 
+import abc
+from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
-from .params import ParamType, Registry
+from .params import ParamSpec, ParamType, Registry
 
 ModuleT = TypeVar("ModuleT")
+#: An offer of a module of a subclass is an offer of the base module (``Offer`` is read-only).
+OfferedT_co = TypeVar("OfferedT_co", covariant=True)
+#: What a framework hands to ``query`` (a context object; ``None`` where the choice is per process).
+ContextT = TypeVar("ContextT")
 
 
 @attrs.frozen
-class Offer(Generic[ModuleT]):
+class Offer(Generic[OfferedT_co]):
     """A component's answer to ``query``: its priority here and the module it would run."""
 
     priority: int
-    module: ModuleT
+    module: OfferedT_co
 
 
-class Component:
+class Component(abc.ABC, Generic[ContextT, ModuleT]):
     """Base class of all components.
 
-    Subclasses set the class attributes below.  ``version`` is the component's own release
-    (shown by ``ompy info``); ``interface_version`` is the version of the framework interface it
-    was written against: a different major version is refused when the component is loaded.
+    ``ContextT`` is what the framework asks ``query`` about, ``ModuleT`` what an offer carries;
+    each framework's component class fixes both.  Subclasses set the class attributes below.
+    ``version`` is the component's own release (shown by ``ompy info``); ``interface_version``
+    is the version of the framework interface it was written against: a different major
+    version is refused when the component is loaded.
+
+    An abstract base: a framework declares what its components must provide as abstract
+    methods (an incomplete component fails when it is opened, naming what it lacks), and what
+    they may provide as ordinary methods with a documented default.
     """
 
     framework: ClassVar[str]
@@ -75,8 +89,8 @@ class Component:
     def open(self) -> None:
         """Acquire process-wide resources; raise to take the component out of the running."""
 
-    def query(self, context: Any) -> Offer[Any] | None:
-        """Return an offer to run in ``context``, or ``None`` to stay out."""
+    def query(self, context: ContextT) -> Offer[ModuleT] | None:
+        """Return an offer to run in ``context``, or ``None`` to stay out (the default)."""
         return None
 
     def close(self) -> None:
@@ -84,14 +98,33 @@ class Component:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def register_param(self, name: str, type: ParamType, default: Any, help: str, **kw: Any):
-        """Register ``<framework>_<component>_<name>``."""
+    def register_param(
+        self,
+        name: str,
+        type: ParamType,
+        default: Any,
+        help: str,
+        *,
+        level: int = 5,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        choices: Iterable[str] = (),
+    ) -> ParamSpec:
+        """Register ``<framework>_<component>_<name>``; ``default`` is of the type ``type`` says."""
         return self.registry.register(
-            self.param_name(name), type, default, help, scope=(self.framework, self.name), **kw
+            self.param_name(name),
+            type,
+            default,
+            help,
+            level=level,
+            minimum=minimum,
+            maximum=maximum,
+            choices=choices,
+            scope=(self.framework, self.name),
         )
 
     def param(self, name: str) -> Any:
-        """The value of this component's parameter ``name``."""
+        """The value of this component's parameter ``name`` (of the type it was registered with)."""
         return self.registry.get(self.param_name(name))
 
     def param_name(self, name: str) -> str:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from importlib.metadata import EntryPoint
+from typing import Any, cast
 
 import attrs
 from stevedore import ExtensionManager, NamedExtensionManager
 
 from .component import Component
 from .errors import ComponentVersionError
-from .framework import Framework
+from .framework import ComponentT, Framework
 
 
 @attrs.frozen
@@ -37,10 +39,13 @@ class LoadFailure:
 def list_candidates(group: str) -> tuple[list[Candidate], list[LoadFailure]]:
     """Installed components of a group; a name claimed by two targets is a failure for both."""
     targets: dict[str, set[str]] = defaultdict(set)
-    listing = NamedExtensionManager(group, names=[], on_missing_entrypoints_callback=None)
+    listing: NamedExtensionManager = NamedExtensionManager(
+        group, names=[], on_missing_entrypoints_callback=None
+    )
     for entry_point in listing.list_entry_points():
         targets[entry_point.name].add(entry_point.value)
-    candidates, failures = [], []
+    candidates: list[Candidate] = []
+    failures: list[LoadFailure] = []
     for name in sorted(targets):
         found = sorted(targets[name])
         if len(found) == 1:
@@ -55,12 +60,14 @@ def list_candidates(group: str) -> tuple[list[Candidate], list[LoadFailure]]:
 
 
 def load_components(
-    framework: Framework, candidates: list[Candidate]
-) -> tuple[list[type[Component]], list[LoadFailure]]:
+    framework: Framework[ComponentT], candidates: list[Candidate]
+) -> tuple[list[type[ComponentT]], list[LoadFailure]]:
     """Import the given components and check that they fit the framework's interface."""
     failures: list[LoadFailure] = []
 
-    def on_failure(_manager, entry_point, error: BaseException) -> None:
+    def on_failure(
+        _manager: ExtensionManager, entry_point: EntryPoint, error: BaseException
+    ) -> None:
         reason = f"{type(error).__name__}: {error}"
         failures.append(LoadFailure(entry_point.name, entry_point.value, reason))
 
@@ -72,18 +79,20 @@ def load_components(
         on_load_failure_callback=on_failure,
         on_missing_entrypoints_callback=None,
     )
-    loaded = []
+    loaded: list[type[ComponentT]] = []
     for extension in sorted(manager.extensions, key=lambda ext: ext.name):
         try:
             check_component_class(framework, extension.name, extension.plugin)
         except ComponentVersionError as error:
             failures.append(LoadFailure(extension.name, extension.entry_point.value, str(error)))
         else:
-            loaded.append(extension.plugin)
+            # A component class that declares this framework's name: the framework's own
+            # component class (its interface) is the one such classes derive from.
+            loaded.append(cast("type[ComponentT]", extension.plugin))
     return loaded, failures
 
 
-def check_component_class(framework: Framework, name: str, plugin: object) -> None:
+def check_component_class(framework: Framework[Any], name: str, plugin: object) -> None:
     """Refuse anything that is not a component of this framework at a compatible version."""
     if not (isinstance(plugin, type) and issubclass(plugin, Component)):
         raise ComponentVersionError(
@@ -119,7 +128,7 @@ def check_component_class(framework: Framework, name: str, plugin: object) -> No
         )
 
 
-def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Framework]:
+def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Framework[Any]]:
     """Every framework that the installed layers publish, sorted by layer order then name.
 
     A framework whose description cannot be loaded (a half-installed layer, an entry point naming
@@ -130,12 +139,14 @@ def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Fram
     """
     found: list[LoadFailure] = []
 
-    def on_failure(_manager, entry_point, error: BaseException) -> None:
+    def on_failure(
+        _manager: ExtensionManager, entry_point: EntryPoint, error: BaseException
+    ) -> None:
         reason = f"{type(error).__name__}: {error}"
         found.append(LoadFailure(entry_point.name, entry_point.value, reason))
 
     manager = ExtensionManager(Framework.ENTRY_POINT_GROUP, on_load_failure_callback=on_failure)
-    frameworks = []
+    frameworks: list[Framework[Any]] = []
     for extension in manager.extensions:
         if isinstance(extension.plugin, Framework):
             frameworks.append(extension.plugin)

@@ -9,11 +9,16 @@ the selection parameter admits, and gives back an :class:`OpenFramework` that se
 from __future__ import annotations
 
 import enum
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
+from .component import Component
 from .params import ParamType, Registry
+
+#: The component class of a framework (``BtlComponent`` for btl), carried by the type of its
+#: :class:`Framework` so that opening and selecting give components of that class.
+ComponentT = TypeVar("ComponentT", bound=Component[Any, Any])
 
 
 class Cardinality(enum.Enum):
@@ -26,12 +31,13 @@ class Cardinality(enum.Enum):
 
 
 @attrs.frozen
-class Framework:
+class Framework(Generic[ComponentT]):
     """The description of one framework.
 
     ``interface_version`` is the version of the component interface that this release of the
     owning layer provides; components declare the version they implement and a different major
-    version is refused at load time.
+    version is refused at load time.  The type parameter is the framework's component class:
+    declare the description as ``framework: Framework[BtlComponent] = Framework("btl", ...)``.
     """
 
     name: str

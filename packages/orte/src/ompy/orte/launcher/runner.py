@@ -29,7 +29,7 @@ import secrets
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -38,6 +38,11 @@ from .loop import EventLoop
 from .plan import Plan
 from .report import Reporter
 from .session import Session, new_jobid, sweep_stale
+
+if TYPE_CHECKING:
+    from ompy.orte.mca.errmgr import ErrmgrModule, RankEvent, RankExited
+    from ompy.orte.mca.iof import IofModule
+    from ompy.orte.mca.plm import PlmModule, RankProcess
 
 EXIT_INTERRUPTED = 130
 EXIT_TIMEOUT = 124
@@ -76,7 +81,7 @@ class _Ending:
 class _Rank:
     rank: int
     pid: int
-    process: Any
+    process: RankProcess
     returncode: int | None = None
 
 
@@ -89,9 +94,9 @@ class JobRunner:
         registry: Any,
         reporter: Reporter,
         *,
-        plm: Any,
-        iof: Any,
-        errmgr: Any,
+        plm: PlmModule,
+        iof: IofModule,
+        errmgr: ErrmgrModule,
         jobid: str | None = None,
     ) -> None:
         self.plan = plan
@@ -113,7 +118,7 @@ class JobRunner:
         self._tracebacks: dict[int, str] = {}
         #: Ranks whose judgement waits for earlier exception reports, in arrival order.
         self._raised_deadlines: dict[int, float] = {}
-        self._queued_exits: dict[int, Any] = {}
+        self._queued_exits: dict[int, RankExited] = {}
         self._connected: set[int] = set()
         self._lost: set[int] = set()
         self._ending: _Ending | None = None
@@ -326,9 +331,9 @@ class JobRunner:
             if not (now >= deadline or (exited and not leaving)):
                 return
             del self._raised_deadlines[rank]
-            queued = self._queued_exits.pop(rank, None)
+            exit_event = self._queued_exits.pop(rank, None)
             if self._ending is None:
-                self._judge(queued or RankRaised(rank, self._tracebacks[rank]))
+                self._judge(exit_event or RankRaised(rank, self._tracebacks[rank]))
 
     # -- control events -----------------------------------------------------------------------
 
@@ -372,7 +377,7 @@ class JobRunner:
             else:
                 self.reporter.note(f"control event: {event}")
 
-    def _judge(self, event: Any) -> None:
+    def _judge(self, event: RankEvent) -> None:
         failure = self.errmgr.judge(event)
         if failure is None:
             return

@@ -7,9 +7,13 @@ Python with a :class:`~.plan.RunOptions`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from .plan import RunOptions, mca_overrides, plan_job
 from .report import Reporter
+
+if TYPE_CHECKING:
+    from ompy.opal.mca import OpenFramework
 
 
 def launcher_registry(overrides: dict[str, str]):
@@ -55,7 +59,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
     overrides = mca_overrides(options.mca)
     registry = launcher_registry(overrides)
     plan = plan_job(options, registry, reporter)
-    opened = []
+    opened: list[OpenFramework[Any]] = []
     plm = None
     try:
         plm_fw, plm = select_plm(registry, plan.allocation.nodes)

@@ -21,7 +21,7 @@ from .interface import (
     BmlModule,
 )
 
-framework = Framework(
+framework: Framework[BmlComponent] = Framework(
     "bml",
     "ompi",
     "BTL management: per-peer lists of transport endpoints and bandwidth-weighted scheduling",

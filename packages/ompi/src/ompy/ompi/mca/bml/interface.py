@@ -11,19 +11,27 @@ Open MPI's ``mca_bml_base_endpoint_t``:
   which long messages are striped;
 - ``rdma``: the modules that offer put or get, weighted the same way.
 
-How the arrays are filled (exclusivity, latency, bandwidth) is the component's policy.
+How the arrays are filled (exclusivity, latency, bandwidth) is the component's policy; the
+module contract (:class:`BmlModule`) is what the PML calls.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import attrs
 
 from ompy.opal.mca import Component, Offer
-from ompy.opal.mca.btl import BtlContext, BtlFlags, BtlModule, Endpoint
+from ompy.opal.mca.btl import (
+    BtlContext,
+    BtlFlags,
+    BtlModule,
+    Endpoint,
+    ErrorCallback,
+    RecvCallback,
+)
 from ompy.opal.mca.params import Registry
 from ompy.opal.proc import Proc
 
@@ -34,7 +42,8 @@ class BmlBtl:
     """One BTL module and its endpoint to one peer, with the module's methods bound once.
 
     ``weight`` is this module's share (0..1] of the bandwidth of the array it sits in;
-    ``bytes_scheduled`` counts the bytes a PML striped over it (diagnostics and tests).
+    ``bytes_scheduled`` counts the bytes a PML striped over it (diagnostics and tests).  The
+    methods are the module's own, bound; ``endpoint`` is what they take as their first argument.
     """
 
     __slots__ = (
@@ -60,7 +69,22 @@ class BmlBtl:
         "weight",
     )
 
-    def __init__(self, module: BtlModule, endpoint: Endpoint, weight: float = 1.0) -> None:
+    module: BtlModule[Any]
+    endpoint: Endpoint
+    weight: float
+    bytes_scheduled: int
+    flags: BtlFlags
+    eager_limit: int
+    max_send_size: int
+    #: The module's ``rdma_pipeline_frag_size`` and ``min_rdma_pipeline_size``.
+    rdma_frag_size: int
+    min_rdma_size: int
+    latency: int
+    bandwidth: int
+    # send, sendi, alloc, free, prepare_src, put, get, register_mem, deregister_mem: the
+    # module's methods, bound in __init__ (their types, defaults included, are the module's).
+
+    def __init__(self, module: BtlModule[Any], endpoint: Endpoint, weight: float = 1.0) -> None:
         self.module = module
         self.endpoint = endpoint
         self.weight = weight
@@ -130,7 +154,7 @@ class BmlEndpoint:
         self._next_eager = index + 1 if index + 1 < len(eager) else 0
         return eager[index]
 
-    def find(self, module: BtlModule) -> BmlBtl | None:
+    def find(self, module: BtlModule[Any]) -> BmlBtl | None:
         """The entry of this endpoint that goes through ``module`` (any array), or None."""
         for array in (self.eager, self.send, self.rdma):
             for btl in array:
@@ -139,9 +163,9 @@ class BmlEndpoint:
         return None
 
     @property
-    def modules(self) -> list[BtlModule]:
+    def modules(self) -> list[BtlModule[Any]]:
         """The distinct BTL modules reaching this peer, in first-use order."""
-        seen: list[BtlModule] = []
+        seen: list[BtlModule[Any]] = []
         for array in (self.eager, self.send, self.rdma):
             for btl in array:
                 if btl.module not in seen:
@@ -161,17 +185,16 @@ class BmlContext:
     registry: Registry
 
 
-#: ``callback(module, tag, payload)``, as :data:`ompy.opal.mca.btl.RecvCallback`.
-RecvCallback = Callable[[BtlModule, int, memoryview], None]
-#: ``callback(module, endpoint, error)``, as :data:`ompy.opal.mca.btl.ErrorCallback`.
-ErrorCallback = Callable[[BtlModule, "Endpoint | None", BaseException], None]
-
-
 class BmlModule(abc.ABC):
-    """The process's BTL manager: reachability, per-peer endpoints, callbacks, teardown."""
+    """The process's BTL manager: reachability, per-peer endpoints, callbacks, teardown.
+
+    Every method is required.  Callbacks are the BTL's own types
+    (:data:`~ompy.opal.mca.btl.RecvCallback`, :data:`~ompy.opal.mca.btl.ErrorCallback`): the
+    BML installs them on its modules as they are.
+    """
 
     #: Every selected BTL module, best component first.
-    btls: Sequence[BtlModule]
+    btls: Sequence[BtlModule[Any]]
 
     @abc.abstractmethod
     def add_procs(self, procs: Sequence[Proc]) -> list[BmlEndpoint]:
@@ -198,11 +221,12 @@ class BmlModule(abc.ABC):
         """Finalize every BTL module and close the BTL framework."""
 
 
-class BmlComponent(Component):
+class BmlComponent(Component[BmlContext, BmlModule]):
     """Base class of bml components: ``query(BmlContext)`` offers a :class:`BmlModule`."""
 
     framework: ClassVar[str] = "bml"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
 
     def query(self, context: BmlContext) -> Offer[BmlModule] | None:
+        """Offer the process's BML module (it selects the BTLs), or ``None`` to stay out."""
         return None

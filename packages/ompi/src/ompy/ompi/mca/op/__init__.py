@@ -4,7 +4,7 @@ Components are found through the entry-point group ``ompy.mca.op`` (``ompy-op-uf
 baseline, numpy ufuncs working in place) and selected with the ``op`` parameter like any
 framework.  Every component that wants to run is kept, best priority first; for each
 (operation, datatype) pair the best module that implements it supplies the kernel.  Callers use
-:func:`ompy.ompi.mca.op.base.kernel`.
+:meth:`ompy.ompi.mca.op.base.OpSelection.kernel`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ompy.opal.mca import Cardinality, Framework
 
 from .interface import INTERFACE_VERSION, Intrinsic, Kernel, OpComponent, OpModule
 
-framework = Framework(
+framework: Framework[OpComponent] = Framework(
     "op",
     "ompi",
     "reduction operations: kernels for each predefined operation and datatype",

@@ -24,17 +24,21 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from ompy.opal.mca import Component, Offer
 
 from ...datatype import Datatype
 
+if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12 on
+    from typing_extensions import Buffer
+
 #: The version of this interface; components declare the version they were written against.
 INTERFACE_VERSION = (1, 0)
 
-#: ``kernel(inmem, inoutmem, count)``: combine ``count`` elements of ``inmem`` into ``inoutmem``.
-Kernel: TypeAlias = Callable[[Any, Any, int], None]
+#: ``kernel(inmem, inoutmem, count)``: combine ``count`` elements of ``inmem`` into ``inoutmem``
+#: (any objects exporting the buffer protocol, see above).
+Kernel: TypeAlias = Callable[["Buffer", "Buffer", int], None]
 
 
 class Intrinsic(enum.IntEnum):
@@ -65,7 +69,7 @@ class Intrinsic(enum.IntEnum):
 
 
 class OpModule(abc.ABC):
-    """One component's kernels for this process."""
+    """One component's kernels for this process; :meth:`kernel` is its whole contract."""
 
     @abc.abstractmethod
     def kernel(self, op: Intrinsic, datatype: Datatype) -> Kernel | None:
@@ -76,12 +80,12 @@ class OpModule(abc.ABC):
         """
 
 
-class OpComponent(Component):
+class OpComponent(Component[None, OpModule]):
     """Base class of op components: ``query`` offers an :class:`OpModule` for the process."""
 
     framework: ClassVar[str] = "op"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
 
-    def query(self, context: Any = None) -> Offer[OpModule] | None:
+    def query(self, context: None = None) -> Offer[OpModule] | None:
         """Offer a module (``context`` is ``None``: the choice is made once per process)."""
         return None

@@ -24,10 +24,11 @@ from .interface import (
     MemHandle,
     ModuleAttributes,
     ModuleDefaults,
+    RdmaCompletion,
     RecvCallback,
 )
 
-framework = Framework(
+framework: Framework[BtlComponent] = Framework(
     "btl",
     "opal",
     "byte transfer layer: moves tagged fragments between processes (self, shared memory, tcp)",
@@ -54,6 +55,7 @@ __all__ = [
     "MemHandle",
     "ModuleAttributes",
     "ModuleDefaults",
+    "RdmaCompletion",
     "RecvCallback",
     "framework",
 ]

@@ -13,13 +13,27 @@ A **module** moves tagged byte fragments to endpoints: ``add_procs`` says which 
 ``put`` / ``get`` copy between registered memory where the module offers them.  Received data is
 handed to the callback as one contiguous ``memoryview`` that is valid only during the call: the
 upper layer copies or unpacks before it returns.  Nothing on this path pickles.
+
+A module is typed by the class of its endpoints (``TcpBtlModule(BtlModule[TcpEndpoint])``):
+the endpoints handed to ``send``, ``sendi``, ``put`` and ``get`` are always the ones its own
+``add_procs`` made.  Code above the BTL holds modules of any transport, ``BtlModule[Any]``,
+each paired with its own endpoints (:class:`~ompy.ompi.mca.bml.BmlBtl`).
+
+Required of every module: ``add_procs``, ``del_procs`` and ``send`` (abstract).  Optional, with
+the default in the base class: ``sendi`` (answers "not now"), ``register_mem`` /
+``deregister_mem`` / ``put`` / ``get`` (raise :class:`BtlUnsupportedError`; a module offering
+them sets ``BtlFlags.PUT``/``GET`` in ``flags``), ``finalize`` (nothing to release), and the
+descriptor methods ``alloc`` / ``free`` / ``prepare_src`` (from the pools
+:meth:`BtlModule.setup_free_lists` makes).  Of a component: ``progress`` (nothing to poll) and
+``needs_progress``.
 """
 
 from __future__ import annotations
 
+import abc
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, TypeVar
 
 import attrs
 
@@ -55,11 +69,15 @@ class DescriptorFlags(enum.IntFlag):
 
 
 #: ``callback(module, tag, payload)``: the payload view is valid only during the call.
-RecvCallback = Callable[["BtlModule", int, memoryview], None]
+RecvCallback = Callable[["BtlModule[Any]", int, memoryview], None]
 #: ``callback(module, endpoint, descriptor, error)`` once a queued send completed or failed.
-CompletionCallback = Callable[["BtlModule", "Endpoint", "Descriptor", "BaseException | None"], None]
+CompletionCallback = Callable[
+    ["BtlModule[Any]", "Endpoint", "Descriptor", "BaseException | None"], None
+]
 #: ``callback(module, endpoint, error)`` when a peer became unreachable.
-ErrorCallback = Callable[["BtlModule", "Endpoint | None", BaseException], None]
+ErrorCallback = Callable[["BtlModule[Any]", "Endpoint | None", BaseException], None]
+#: ``completion(error)`` once a put or get finished (``error`` is ``None`` on success).
+RdmaCompletion = Callable[[BaseException | None], None]
 
 
 class Endpoint:
@@ -67,7 +85,7 @@ class Endpoint:
 
     __slots__ = ("module", "proc")
 
-    def __init__(self, module: BtlModule, proc: Proc) -> None:
+    def __init__(self, module: BtlModule[Any], proc: Proc) -> None:
         self.module = module
         self.proc = proc
 
@@ -103,6 +121,7 @@ class Descriptor:
         self.data_length = 0
         self.flags = DescriptorFlags.OWNERSHIP
         self.completion: CompletionCallback | None = None
+        #: Whatever the sender attaches for its completion callback (the BTL never reads it).
         self.cbdata: Any = None
 
     @property
@@ -223,16 +242,38 @@ _MODULE_PARAMS = (
 )
 
 
-class BtlModule:
+#: The endpoint class of a module (``TcpEndpoint`` for tcp).
+EndpointT = TypeVar("EndpointT", bound=Endpoint)
+
+
+class BtlModule(abc.ABC, Generic[EndpointT]):
     """One instance of a transport over one resource; subclasses implement the data movement.
 
     Attributes the upper layers read directly (bound once at setup): ``eager_limit``,
     ``max_send_size``, the ``rdma_pipeline_*`` sizes, ``latency``, ``bandwidth``,
     ``exclusivity`` and ``flags``.  ``callbacks`` is the tag-indexed table ``register`` fills;
-    receivers dispatch with ``callbacks[tag](module, tag, view)``.
+    receivers dispatch with ``callbacks[tag](module, tag, view)``.  See the module
+    documentation for what a subclass must implement and what it may.
     """
 
+    #: What the module can do; a module offering put/get or sendi adds those flags.
     flags: BtlFlags = BtlFlags.SEND
+    component: BtlComponent
+    #: ``<component>`` or ``<component>:<resource>``, for diagnostics.
+    name: str
+    eager_limit: int
+    max_send_size: int
+    rdma_pipeline_send_length: int
+    rdma_pipeline_frag_size: int
+    min_rdma_pipeline_size: int
+    exclusivity: int
+    latency: int
+    bandwidth: int
+    callbacks: list[RecvCallback | None]
+    error_callbacks: list[ErrorCallback]
+    #: The pools of the default descriptor methods (see :meth:`setup_free_lists`).
+    eager_descriptors: FreeList[Descriptor]
+    max_descriptors: FreeList[Descriptor]
 
     def __init__(self, component: BtlComponent, name: str, attributes: ModuleAttributes) -> None:
         self.component = component
@@ -258,6 +299,7 @@ class BtlModule:
         self.callbacks[tag] = callback
 
     def unregister(self, tag: int) -> None:
+        """Forget the receive callback of ``tag``."""
         check_tag(tag)
         self.callbacks[tag] = None
 
@@ -272,7 +314,7 @@ class BtlModule:
         for callback in self.error_callbacks:
             callback(self, endpoint, error)
 
-    def no_callback(self, tag: int) -> None:
+    def no_callback(self, tag: int) -> NoReturn:
         """A fragment arrived for a tag nobody registered: a protocol error, said clearly."""
         raise BtlTagError(
             f"{self.name}: received a fragment with tag {tag}, but no receive callback is "
@@ -281,13 +323,13 @@ class BtlModule:
 
     # -- peers ------------------------------------------------------------------------------
 
-    def add_procs(self, procs: Sequence[Proc]) -> list[Endpoint | None]:
+    @abc.abstractmethod
+    def add_procs(self, procs: Sequence[Proc]) -> list[EndpointT | None]:
         """One endpoint per proc this module reaches, ``None`` for the unreachable ones."""
-        raise NotImplementedError
 
-    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[Endpoint | None]) -> None:
+    @abc.abstractmethod
+    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[EndpointT | None]) -> None:
         """Release what ``add_procs`` set up for these peers."""
-        raise NotImplementedError
 
     # -- descriptors and sending ------------------------------------------------------------
 
@@ -305,7 +347,7 @@ class BtlModule:
         )
 
     def alloc(
-        self, endpoint: Endpoint, size: int, flags: DescriptorFlags = DescriptorFlags.OWNERSHIP
+        self, endpoint: EndpointT, size: int, flags: DescriptorFlags = DescriptorFlags.OWNERSHIP
     ) -> Descriptor | None:
         """A descriptor with one writable segment of ``size`` bytes; None when pools are empty."""
         if size <= self.eager_limit:
@@ -332,7 +374,7 @@ class BtlModule:
 
     def prepare_src(
         self,
-        endpoint: Endpoint,
+        endpoint: EndpointT,
         data: memoryview,
         reserve: int,
         flags: DescriptorFlags = DescriptorFlags.OWNERSHIP,
@@ -366,69 +408,83 @@ class BtlModule:
         descriptor.flags = flags
         return descriptor
 
-    def send(self, endpoint: Endpoint, descriptor: Descriptor, tag: int) -> bool:
+    @abc.abstractmethod
+    def send(self, endpoint: EndpointT, descriptor: Descriptor, tag: int) -> bool:
         """Send a descriptor; True when it completed at once (see :class:`DescriptorFlags`).
 
         False means it is queued: the completion callback runs when it is on its way (or
         failed), and the module frees it then if it holds ``OWNERSHIP``.
         """
-        raise NotImplementedError
 
     def sendi(
-        self, endpoint: Endpoint, header: bytes | memoryview, payload: memoryview, tag: int
+        self, endpoint: EndpointT, header: bytes | memoryview, payload: memoryview, tag: int
     ) -> bool:
         """Send ``header + payload`` at once without a descriptor, or return False.
 
         False means "not now" (not connected yet, sends queued, or unsupported): the caller
         falls back to ``alloc``/``prepare_src`` + ``send``.  True means the caller may reuse
-        its memory immediately.
+        its memory immediately.  The default always answers False.
         """
         return False
 
     # -- RDMA -------------------------------------------------------------------------------
 
     def register_mem(self, buffer: memoryview) -> MemHandle:
+        """Make ``buffer`` reachable by the peers' put/get; the default raises (no RDMA)."""
         raise BtlUnsupportedError(f"{self.name} does not offer put/get (its flags: {self.flags!r})")
 
     def deregister_mem(self, handle: MemHandle) -> None:
+        """Undo :meth:`register_mem`; the default raises (no RDMA)."""
         raise BtlUnsupportedError(f"{self.name} does not offer put/get (its flags: {self.flags!r})")
 
     def put(
         self,
-        endpoint: Endpoint,
+        endpoint: EndpointT,
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
-        """Copy ``local`` into the peer's registered region at ``offset``."""
+        """Copy ``local`` into the peer's registered region at ``offset``.
+
+        The default raises :class:`BtlUnsupportedError`: only modules with ``BtlFlags.PUT``
+        implement it.
+        """
         raise BtlUnsupportedError(f"{self.name} does not offer put (its flags: {self.flags!r})")
 
     def get(
         self,
-        endpoint: Endpoint,
+        endpoint: EndpointT,
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
-        """Copy the peer's registered region from ``offset`` into ``local``."""
+        """Copy the peer's registered region from ``offset`` into ``local``.
+
+        The default raises :class:`BtlUnsupportedError`: only modules with ``BtlFlags.GET``
+        implement it.
+        """
         raise BtlUnsupportedError(f"{self.name} does not offer get (its flags: {self.flags!r})")
 
     # -- teardown ---------------------------------------------------------------------------
 
     def finalize(self) -> None:
-        """Release the module's resources (sockets, buffers); called once, at the end."""
+        """Release the module's resources (sockets, buffers); called once, at the end.
+
+        The default does nothing.
+        """
 
     def __repr__(self) -> str:
         return f"<btl module {self.name}>"
 
 
-class BtlComponent(Component):
+class BtlComponent(Component[BtlContext, list[BtlModule[Any]]]):
     """Base class of BTL components.
 
     Subclasses set ``name``, ``version``, ``default_priority`` and ``module_defaults``, and
-    implement ``query`` (an offer of a list of modules) and, if they need polling, ``progress``.
+    implement ``query`` (an offer of a list of modules) and, if they need polling, ``progress``
+    (the default handles nothing; set ``needs_progress = False`` to stay off the progress loop).
     """
 
     framework: ClassVar[str] = "btl"
@@ -439,11 +495,12 @@ class BtlComponent(Component):
 
     def register_params(self) -> None:
         super().register_params()
+        defaults = attrs.asdict(self.module_defaults)
         for name, help_text, level in _MODULE_PARAMS:
             self.register_param(
                 name,
                 ParamType.INT,
-                getattr(self.module_defaults, name),
+                defaults[name],
                 help_text,
                 level=level,
                 minimum=0,
@@ -461,9 +518,13 @@ class BtlComponent(Component):
             )
         return attributes
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
+        """Offer one module per usable resource, or ``None`` when the transport cannot run."""
         return None
 
     def progress(self) -> int:
-        """Move this component's transports forward; return the number of events handled."""
+        """Move this component's transports forward; return the number of events handled.
+
+        The default handles nothing (a transport that completes everything inline).
+        """
         return 0

@@ -26,7 +26,7 @@ from .errors import (
 from .interface import INTERFACE_VERSION, ShmemComponent, ShmemModule
 from .segment import NAME_PREFIX, Segment, SegmentDescriptor, check_segment_name
 
-framework = Framework(
+framework: Framework[ShmemComponent] = Framework(
     "shmem",
     "opal",
     "shared-memory segments that the processes of one node map together",

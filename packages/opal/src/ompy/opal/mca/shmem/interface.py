@@ -10,7 +10,7 @@ unlinks :class:`~ompy.opal.mca.shmem.segment.Segment` objects.
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ..component import Component, Offer
 from .errors import WrongComponentError
@@ -25,8 +25,10 @@ class ShmemModule(abc.ABC):
 
     ``component`` is the name of the component that made this module; it is recorded in every
     descriptor the module creates, and :meth:`attach` refuses descriptors of other components.
+    ``create``, ``attach`` and ``unlink`` are what every module implements.
     """
 
+    #: The name of the component that made this module.
     component: str
 
     @abc.abstractmethod
@@ -64,25 +66,27 @@ class ShmemModule(abc.ABC):
             )
 
 
-class ShmemComponent(Component):
+class ShmemComponent(Component[None, ShmemModule]):
     """Base class of shmem components.
 
     Subclasses set ``name``, ``version`` and ``default_priority``, and implement
     :meth:`query` (offer a module when the mechanism works here) and :meth:`attach_module` (a
     module able to attach segments that this component made elsewhere on the node, even when
     ``query`` would not offer to create new ones here, for instance because space is short).
+    ``query`` is asked once per process, with ``None`` as its context.
     """
 
     framework: ClassVar[str] = "shmem"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
 
-    def query(self, context: Any) -> Offer[ShmemModule] | None:
+    def query(self, context: None) -> Offer[ShmemModule] | None:
         """Offer a module (with this component's priority) to create segments here, or None."""
         return None
 
+    @abc.abstractmethod
     def attach_module(self) -> ShmemModule:
-        """A module for attaching to and unlinking this component's segments."""
-        raise NotImplementedError(
-            f"the shmem component '{self.name}' does not implement attach_module(), so "
-            f"segments it made cannot be attached; every shmem component must provide it"
-        )
+        """A module for attaching to and unlinking this component's segments.
+
+        Every shmem component provides it: a peer may publish a segment this component made
+        even where this process selected another one.
+        """

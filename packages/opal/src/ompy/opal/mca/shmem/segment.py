@@ -86,21 +86,21 @@ def this_node() -> str:
     return socket.gethostname()
 
 
-def _valid_name(_instance: object, _attribute: object, value: object) -> None:
+def _valid_name(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     try:
         check_segment_name(value)
     except InvalidSegmentNameError as error:
         raise InvalidDescriptorError(f"invalid segment descriptor: {error}") from None
 
 
-def _valid_size(_instance: object, _attribute: object, value: object) -> None:
+def _valid_size(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     try:
         check_segment_size(value)
     except InvalidSegmentSizeError as error:
         raise InvalidDescriptorError(f"invalid segment descriptor: {error}") from None
 
 
-def _non_empty_str(_instance: object, attribute: attrs.Attribute, value: object) -> None:
+def _non_empty_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value:
         raise InvalidDescriptorError(
             f"invalid segment descriptor: '{attribute.name}' must be a non-empty str, "
@@ -108,7 +108,9 @@ def _non_empty_str(_instance: object, attribute: attrs.Attribute, value: object)
         )
 
 
-def _absolute_path(instance: SegmentDescriptor, attribute: attrs.Attribute, value: object) -> None:
+def _absolute_path(
+    instance: SegmentDescriptor, attribute: attrs.Attribute[Any], value: object
+) -> None:
     _non_empty_str(instance, attribute, value)
     assert isinstance(value, str)
     if not os.path.isabs(value) or os.path.basename(value) != instance.name:
@@ -214,7 +216,7 @@ class Segment:
         """
         return memoryview(self._mapped())
 
-    def array(self, dtype: DTypeLike = None, offset: int = 0, count: int = -1) -> np.ndarray:
+    def array(self, dtype: DTypeLike | None = None, offset: int = 0, count: int = -1) -> np.ndarray:
         """A numpy array viewing the segment from byte ``offset``: ``count`` items of ``dtype``.
 
         ``dtype`` defaults to ``numpy.uint8``; ``count=-1`` means as many whole items as fit

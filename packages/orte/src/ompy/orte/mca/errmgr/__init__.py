@@ -13,11 +13,11 @@ from typing import ClassVar
 
 import attrs
 
-from ompy.opal.mca import Cardinality, Component, Framework
+from ompy.opal.mca import Cardinality, Component, Framework, Offer
 
 INTERFACE_VERSION = (1, 0)
 
-framework = Framework(
+framework: Framework[ErrmgrComponent] = Framework(
     "errmgr",
     "orte",
     "error management: deciding what a rank's failure means for the job",
@@ -69,15 +69,22 @@ class Failure:
 
 
 class ErrmgrModule(abc.ABC):
-    """Decides, event by event, whether the job has failed."""
+    """Decides, event by event, whether the job has failed; :meth:`judge` is its contract."""
 
     @abc.abstractmethod
     def judge(self, event: RankEvent) -> Failure | None:
         """A :class:`Failure` when ``event`` ends the job, else ``None``."""
 
 
-class ErrmgrComponent(Component):
-    """Base class of errmgr components (entry-point group ``ompy.mca.errmgr``)."""
+class ErrmgrComponent(Component[None, ErrmgrModule]):
+    """Base class of errmgr components (entry-point group ``ompy.mca.errmgr``).
+
+    ``query`` is asked once per job, with ``None`` as its context.
+    """
 
     framework: ClassVar[str] = "errmgr"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
+
+    def query(self, context: None) -> Offer[ErrmgrModule] | None:
+        """Offer an error policy for the job, or ``None`` to stay out."""
+        return None

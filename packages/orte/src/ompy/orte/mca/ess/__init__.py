@@ -31,7 +31,7 @@ __all__ = [
 
 INTERFACE_VERSION = (1, 0)
 
-framework = Framework(
+framework: Framework[EssComponent] = Framework(
     "ess",
     "orte",
     "environment-specific services: the identity of this process in its job",
@@ -41,14 +41,14 @@ framework = Framework(
 
 
 class EssModule(abc.ABC):
-    """What a selected ess component provides: this process's identity."""
+    """What a selected ess component provides: this process's identity (its whole contract)."""
 
     @abc.abstractmethod
     def identity(self) -> Identity:
         """Build the identity, raising ``ValueError`` that names what is wrong if it cannot."""
 
 
-class EssComponent(Component):
+class EssComponent(Component[Mapping[str, str] | None, EssModule]):
     """Base class of ess components.
 
     ``query`` receives the environment to inspect (a mapping of variable names to values);

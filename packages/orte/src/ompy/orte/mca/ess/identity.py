@@ -7,6 +7,7 @@ transport indexes an array with it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -15,22 +16,22 @@ import attrs
 SECRET_SIZE = 32
 
 
-def _non_negative(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if value < 0:
         raise ValueError(f"identity field '{attribute.name}' must be >= 0, got {value}")
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+def _positive(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if value < 1:
         raise ValueError(f"identity field '{attribute.name}' must be >= 1, got {value}")
 
 
-def _not_empty(instance: Any, attribute: attrs.Attribute, value: str) -> None:
+def _not_empty(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not value:
         raise ValueError(f"identity field '{attribute.name}' must not be empty")
 
 
-def _server(instance: Any, attribute: attrs.Attribute, value: tuple[str, int] | None) -> None:
+def _server(instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, int] | None) -> None:
     if value is None:
         return
     host, port = value
@@ -38,12 +39,20 @@ def _server(instance: Any, attribute: attrs.Attribute, value: tuple[str, int] | 
         raise ValueError(f"identity field 'server' must be (host, port 1..65535), got {value!r}")
 
 
-def _strict_int(name: str):
-    def check(instance: Any, attribute: attrs.Attribute, value: object) -> None:
+def _strict_int(name: str) -> Callable[[Any, attrs.Attribute[Any], object], None]:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"identity field '{name}' must be an int, got {value!r}")
 
     return check
+
+
+def _ints(values: Iterable[int]) -> tuple[int, ...]:
+    return tuple(values)
+
+
+def _strs(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
 
 
 _INT = {name: _strict_int(name) for name in ("rank", "size", "local_rank", "local_size", "node_id")}
@@ -72,9 +81,9 @@ class Identity:
     singleton: bool = False
     #: The node id of every rank, in rank order (the job map), when the launcher gave it.
     #: With it MPI knows where every peer runs without a modex exchange; empty otherwise.
-    rank_nodes: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    rank_nodes: tuple[int, ...] = attrs.field(default=(), converter=_ints)
     #: The name of every node of the job, by node id (given together with ``rank_nodes``).
-    node_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    node_names: tuple[str, ...] = attrs.field(default=(), converter=_strs)
 
     def __attrs_post_init__(self) -> None:
         if self.rank >= self.size:

@@ -14,13 +14,13 @@ from typing import ClassVar
 
 import attrs
 
-from ompy.opal.mca import Cardinality, Component, Framework
+from ompy.opal.mca import Cardinality, Component, Framework, Offer
 from ompy.orte.launcher.loop import EventLoop
 from ompy.orte.mca.plm import Stdio
 
 INTERFACE_VERSION = (1, 0)
 
-framework = Framework(
+framework: Framework[IofComponent] = Framework(
     "iof",
     "orte",
     "I/O forwarding: the ranks' standard input, output and error",
@@ -45,7 +45,7 @@ class IofOptions:
 
 
 class IofModule(abc.ABC):
-    """Forwards the stdio of one job's ranks."""
+    """Forwards the stdio of one job's ranks; every method is required."""
 
     @abc.abstractmethod
     def stdio_for(self, rank: int) -> Stdio:
@@ -68,8 +68,15 @@ class IofModule(abc.ABC):
         """Flush what is buffered (partial last lines included) and close every stream."""
 
 
-class IofComponent(Component):
-    """Base class of iof components (entry-point group ``ompy.mca.iof``)."""
+class IofComponent(Component[IofOptions, IofModule]):
+    """Base class of iof components (entry-point group ``ompy.mca.iof``).
+
+    ``query`` is asked with the user's presentation options for the job.
+    """
 
     framework: ClassVar[str] = "iof"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
+
+    def query(self, context: IofOptions) -> Offer[IofModule] | None:
+        """Offer a forwarder presenting output as ``context`` asks, or ``None`` to stay out."""
+        return None

@@ -16,12 +16,12 @@ from typing import ClassVar
 
 import attrs
 
-from ompy.opal.mca import Cardinality, Component, Framework
+from ompy.opal.mca import Cardinality, Component, Framework, Offer
 from ompy.orte.launcher.job import Node, Placement
 
 INTERFACE_VERSION = (1, 0)
 
-framework = Framework(
+framework: Framework[PlmComponent] = Framework(
     "plm",
     "orte",
     "process launch: starting, signalling and reaping the ranks of a job",
@@ -43,9 +43,11 @@ class Stdio:
 
 
 class RankProcess(abc.ABC):
-    """A started rank, as the launcher sees it."""
+    """A started rank, as the launcher sees it; every method is required."""
 
+    #: The rank in its job.
     rank: int
+    #: The process id of the rank, which leads its own process group.
     pid: int
 
     @abc.abstractmethod
@@ -66,7 +68,12 @@ class RankProcess(abc.ABC):
 
 
 class PlmModule(abc.ABC):
-    """Starts ranks on the nodes it can reach."""
+    """Starts ranks on the nodes it can reach.
+
+    Required: :meth:`check_nodes` and :meth:`spawn`.  Optional, doing nothing by default:
+    :meth:`prepare` and :meth:`finish`, which the launcher always calls (``prepare`` before the
+    first ``spawn``, ``finish`` once the job is over, also when it failed to start).
+    """
 
     @abc.abstractmethod
     def check_nodes(self, nodes: Sequence[Node]) -> None:
@@ -97,8 +104,15 @@ class PlmModule(abc.ABC):
         """Start one rank; raises ``LaunchError`` when the program cannot be started."""
 
 
-class PlmComponent(Component):
-    """Base class of plm components (entry-point group ``ompy.mca.plm``)."""
+class PlmComponent(Component[Sequence[Node], PlmModule]):
+    """Base class of plm components (entry-point group ``ompy.mca.plm``).
+
+    ``query`` is asked about the nodes of the job's allocation.
+    """
 
     framework: ClassVar[str] = "plm"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
+
+    def query(self, context: Sequence[Node]) -> Offer[PlmModule] | None:
+        """Offer a launcher for the job on these nodes, or ``None`` to stay out."""
+        return None

@@ -14,12 +14,12 @@ from typing import ClassVar
 
 import attrs
 
-from ompy.opal.mca import Cardinality, Component, Framework
+from ompy.opal.mca import Cardinality, Component, Framework, Offer
 from ompy.orte.launcher.job import Allocation
 
 INTERFACE_VERSION = (1, 0)
 
-framework = Framework(
+framework: Framework[RasComponent] = Framework(
     "ras",
     "orte",
     "resource allocation: the hosts and slots a job may use",
@@ -38,7 +38,7 @@ class AllocationRequest:
 
 
 class RasModule(abc.ABC):
-    """Produces the allocation of one job."""
+    """Produces the allocation of one job; :meth:`allocate` is its whole contract."""
 
     @abc.abstractmethod
     def allocate(self, request: AllocationRequest) -> Allocation | None:
@@ -48,8 +48,15 @@ class RasModule(abc.ABC):
         """
 
 
-class RasComponent(Component):
-    """Base class of ras components (entry-point group ``ompy.mca.ras``)."""
+class RasComponent(Component[AllocationRequest, RasModule]):
+    """Base class of ras components (entry-point group ``ompy.mca.ras``).
+
+    ``query`` is asked about what the command line requested.
+    """
 
     framework: ClassVar[str] = "ras"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
+
+    def query(self, context: AllocationRequest) -> Offer[RasModule] | None:
+        """Offer a module that can allocate ``context``, or ``None`` to stay out."""
+        return None

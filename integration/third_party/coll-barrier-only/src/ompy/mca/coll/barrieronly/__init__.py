@@ -15,7 +15,7 @@ BARRIERS = 0
 _NOTHING = memoryview(b"")
 
 
-class BarrierOnlyModule(CollModule):
+class BarrierOnlyCollModule(CollModule):
     """Only ``barrier``: everything else falls back to the lower-priority components."""
 
     def barrier(self, comm: Any) -> None:
@@ -35,7 +35,7 @@ class BarrierOnlyModule(CollModule):
         BARRIERS += 1
 
 
-class BarrierOnlyComponent(CollComponent):
+class BarrierOnlyCollComponent(CollComponent):
     """Runs on COMM_WORLD (context id 0) only, above basic."""
 
     name = "barrieronly"
@@ -46,4 +46,4 @@ class BarrierOnlyComponent(CollComponent):
     def query(self, context: Any) -> Offer[CollModule] | None:
         if context.context_id != 0:
             return None  # like a barrier network wired to all the nodes: the world only
-        return Offer(self.priority, BarrierOnlyModule())
+        return Offer(self.priority, BarrierOnlyCollModule())

@@ -2,6 +2,6 @@
 
 __version__ = "1.0.0"
 
-from .component import TmpdirComponent  # after __version__: component.py imports it
+from .component import TmpdirShmemComponent  # after __version__: component.py imports it
 
-__all__ = ["TmpdirComponent", "__version__"]
+__all__ = ["TmpdirShmemComponent", "__version__"]

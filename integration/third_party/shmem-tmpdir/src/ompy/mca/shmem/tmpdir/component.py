@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.params import ParamType
@@ -21,7 +20,7 @@ from ompy.opal.mca.shmem.base import FileSegmentModule, usable_directory
 from . import __version__
 
 
-class TmpdirComponent(ShmemComponent):
+class TmpdirShmemComponent(ShmemComponent):
     """Segments are files in ``shmem_tmpdir_directory`` (default: the temporary directory)."""
 
     name = "tmpdir"
@@ -41,7 +40,7 @@ class TmpdirComponent(ShmemComponent):
             level=4,
         )
 
-    def query(self, context: Any) -> Offer[ShmemModule] | None:
+    def query(self, context: None) -> Offer[ShmemModule] | None:
         # Stay out (so another component runs) when the directory cannot hold segments.
         if usable_directory(self.directory()) is not None:
             return None

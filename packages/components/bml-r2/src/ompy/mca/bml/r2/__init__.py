@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import R2Component, R2Module  # after __version__: component.py imports it
+from .component import R2BmlComponent, R2BmlModule  # after __version__: component.py imports it
 
-__all__ = ["R2Component", "R2Module", "__version__"]
+__all__ = ["R2BmlComponent", "R2BmlModule", "__version__"]

@@ -10,6 +10,7 @@ peer, only the most exclusive modules, sorted into the eager / send / rdma array
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ompy.ompi.mca.bml import (
     BmlBtl,
@@ -22,7 +23,7 @@ from ompy.ompi.mca.bml import (
 )
 from ompy.ompi.mca.bml.base import assign_weights
 from ompy.opal.mca import Offer
-from ompy.opal.mca.btl import BtlFlags, BtlModule, Endpoint
+from ompy.opal.mca.btl import BtlFlags, BtlModule, Endpoint, ErrorCallback, RecvCallback
 from ompy.opal.mca.btl.base import SelectedBtls, select_btls
 from ompy.opal.proc import Proc
 
@@ -35,14 +36,14 @@ def _key(proc: Proc) -> tuple[str, int]:
     return (proc.jobid, proc.rank)
 
 
-class R2Module(BmlModule):
+class R2BmlModule(BmlModule):
     """Endpoint tables over the BTL modules of one process."""
 
     def __init__(self, selected: SelectedBtls) -> None:
         self.selected = selected
-        self.btls: list[BtlModule] = list(selected.modules)
+        self.btls: list[BtlModule[Any]] = list(selected.modules)
         self._endpoints: dict[tuple[str, int], BmlEndpoint] = {}
-        self._btl_endpoints: dict[tuple[str, int], list[tuple[BtlModule, Endpoint]]] = {}
+        self._btl_endpoints: dict[tuple[str, int], list[tuple[BtlModule[Any], Endpoint]]] = {}
 
     # -- peers ------------------------------------------------------------------------------
 
@@ -53,14 +54,14 @@ class R2Module(BmlModule):
             reached = [module.add_procs(fresh) for module in self.btls]
             for index, proc in enumerate(fresh):
                 pairs = [
-                    (module, endpoints[index])
+                    (module, endpoint)
                     for module, endpoints in zip(self.btls, reached, strict=True)
-                    if endpoints[index] is not None
+                    if (endpoint := endpoints[index]) is not None
                 ]
                 self._endpoints[_key(proc)] = self._build(proc, pairs)
         return [self._endpoints[_key(proc)] for proc in procs]
 
-    def _build(self, proc: Proc, pairs: list[tuple[BtlModule, Endpoint]]) -> BmlEndpoint:
+    def _build(self, proc: Proc, pairs: list[tuple[BtlModule[Any], Endpoint]]) -> BmlEndpoint:
         senders = [(m, e) for m, e in pairs if m.flags & BtlFlags.SEND]
         if not senders:
             tried = ", ".join(module.name for module in self.btls) or "none"
@@ -98,11 +99,11 @@ class R2Module(BmlModule):
 
     # -- callbacks --------------------------------------------------------------------------
 
-    def register(self, tag, callback) -> None:
+    def register(self, tag: int, callback: RecvCallback) -> None:
         for module in self.btls:
             module.register(tag, callback)
 
-    def register_error(self, callback) -> None:
+    def register_error(self, callback: ErrorCallback) -> None:
         for module in self.btls:
             module.register_error(callback)
 
@@ -112,7 +113,7 @@ class R2Module(BmlModule):
         self.selected.close()
 
 
-class R2Component(BmlComponent):
+class R2BmlComponent(BmlComponent):
     """Builds per-peer endpoint tables from every selected BTL module."""
 
     name = "r2"
@@ -131,4 +132,4 @@ class R2Component(BmlComponent):
                 "no BTL module can run in this process, so no peer (not even this process) is "
                 f"reachable; the 'btl' selection is '{resolved.text}' (from {resolved.source})"
             )
-        return Offer(self.priority, R2Module(selected))
+        return Offer(self.priority, R2BmlModule(selected))

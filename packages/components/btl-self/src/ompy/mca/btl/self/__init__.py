@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import SelfComponent, SelfModule  # after __version__: component.py imports it
+from .component import SelfBtlComponent, SelfBtlModule  # after __version__: component.py imports it
 
-__all__ = ["SelfComponent", "SelfModule", "__version__"]
+__all__ = ["SelfBtlComponent", "SelfBtlModule", "__version__"]

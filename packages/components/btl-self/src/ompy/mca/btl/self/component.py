@@ -8,7 +8,8 @@ they are joined in a scratch buffer, the single copy of the whole path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import (
@@ -22,6 +23,7 @@ from ompy.opal.mca.btl import (
     MemHandle,
     ModuleAttributes,
     ModuleDefaults,
+    RdmaCompletion,
 )
 from ompy.opal.mca.params import ParamType
 from ompy.opal.proc import Proc
@@ -32,13 +34,17 @@ _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 
 
-class SelfModule(BtlModule):
+class SelfBtlModule(BtlModule[Endpoint]):
     """Reaches exactly the calling process; every operation completes before it returns."""
 
     flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.PUT | BtlFlags.GET
 
     def __init__(
-        self, component: SelfComponent, attributes: ModuleAttributes, me: Proc, free_list_max: int
+        self,
+        component: SelfBtlComponent,
+        attributes: ModuleAttributes,
+        me: Proc,
+        free_list_max: int,
     ) -> None:
         super().__init__(component, "self", attributes)
         self.me = me
@@ -129,7 +135,7 @@ class SelfModule(BtlModule):
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
         region = self._region(remote, offset, len(local))
         region[offset : offset + len(local)] = local
@@ -142,7 +148,7 @@ class SelfModule(BtlModule):
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
         region = self._region(remote, offset, len(local))
         local[:] = region[offset : offset + len(local)]
@@ -165,7 +171,7 @@ class SelfModule(BtlModule):
         self._scratch = bytearray(0)
 
 
-class SelfComponent(BtlComponent):
+class SelfBtlComponent(BtlComponent):
     """Offers one module that reaches the calling process, with the highest exclusivity."""
 
     name = "self"
@@ -195,8 +201,8 @@ class SelfComponent(BtlComponent):
             minimum=1,
         )
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
-        module = SelfModule(
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
+        module = SelfBtlModule(
             self, self.module_attributes(), context.proc, self.param("free_list_max")
         )
         return Offer(self.priority, [module])

@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from .component import SmComponent  # after __version__: component.py imports it
-from .module import SmEndpoint, SmModule
+from .component import SmBtlComponent  # after __version__: component.py imports it
+from .module import SmBtlModule, SmEndpoint
 
-__all__ = ["SmComponent", "SmEndpoint", "SmModule", "__version__"]
+__all__ = ["SmBtlComponent", "SmBtlModule", "SmEndpoint", "__version__"]

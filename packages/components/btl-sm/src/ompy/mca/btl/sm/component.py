@@ -29,6 +29,7 @@ import json
 import os
 import secrets
 import sys
+from typing import Any
 
 from ompy.opal import membarrier
 from ompy.opal.mca import Offer
@@ -46,14 +47,14 @@ from ompy.opal.modex import ModexError
 from . import __version__
 from . import layout as L  # noqa: N812 (read as "the layout")
 from .doorbell import Doorbell
-from .module import SmEndpoint, SmModule
+from .module import SmBtlModule, SmEndpoint
 from .sysdeps import CmaError, allow_ptrace_from_anyone, cma_problem, copy, lock_free_supported
 
 MODEX_KEY = "btl.sm.card"
 LOCAL_SIZE_VAR = "OMPY_LOCAL_SIZE"
 
 
-class SmComponent(BtlComponent):
+class SmBtlComponent(BtlComponent):
     """Shared memory between the processes of one node: one module per process."""
 
     name = "sm"
@@ -135,7 +136,7 @@ class SmComponent(BtlComponent):
         )
 
     def open(self) -> None:
-        self.module: SmModule | None = None
+        self.module: SmBtlModule | None = None
         self._modex = None
         self._cards: dict[int, dict | None] = {}
         self._probe = ctypes.create_string_buffer(secrets.token_bytes(8), 8)
@@ -151,7 +152,7 @@ class SmComponent(BtlComponent):
 
     # -- query ------------------------------------------------------------------------------
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         if not sys.platform.startswith("linux"):
             self.say("needs Linux (epoll, pidfd, abstract sockets)")
             return None
@@ -194,7 +195,7 @@ class SmComponent(BtlComponent):
                 segment.unlink()
             raise
         atexit.register(self._unlink_at_exit, segment.descriptor)
-        self.module = SmModule(
+        self.module = SmBtlModule(
             self,
             attributes,
             me=me,

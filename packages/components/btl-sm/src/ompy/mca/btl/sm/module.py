@@ -16,7 +16,7 @@ that is being read.
 **Flow control.**  A record that does not fit waits in the endpoint's queue (order kept: once
 something is queued, later sends queue behind it) and ``progress`` retries.  Nothing is dropped.
 
-**Sleeping.**  Before the progress engine blocks, :meth:`SmModule.before_sleep` raises the
+**Sleeping.**  Before the progress engine blocks, :meth:`SmBtlModule.before_sleep` raises the
 "sleeping" flag of every ring it receives on and the "waiting" flag of every ring it has queued
 sends for, issues the heavy side of an asymmetric fence, and checks once more.  A sender that
 publishes into a ring whose receiver sleeps rings the receiver's doorbell; a receiver that frees
@@ -38,7 +38,7 @@ import select
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from ompy.opal.mca.btl import (
     Endpoint,
     MemHandle,
     ModuleAttributes,
+    RdmaCompletion,
 )
 from ompy.opal.mca.shmem import Segment, SegmentDescriptor, ShmemError
 from ompy.opal.membarrier import Fence
@@ -62,6 +63,9 @@ from ompy.opal.proc import Proc
 from . import layout as L  # noqa: N812 (read as "the layout")
 from .doorbell import Doorbell
 from .sysdeps import CmaError, copy
+
+if TYPE_CHECKING:  # the component module imports this one
+    from .component import SmBtlComponent
 
 _PACK = L.RECORD.pack_into
 _UNPACK = L.RECORD.unpack_from
@@ -139,7 +143,7 @@ class SmEndpoint(Endpoint):
         "segment",
     )
 
-    def __init__(self, module: SmModule, proc: Proc) -> None:
+    def __init__(self, module: SmBtlModule, proc: Proc) -> None:
         super().__init__(module, proc)
         self.queue: deque = deque()
         self.dead = False  # set with error (died) or when the peer finalized
@@ -153,12 +157,14 @@ class SmEndpoint(Endpoint):
         self.doorbell = ""
 
 
-class SmModule(BtlModule):
+class SmBtlModule(BtlModule[SmEndpoint]):
     """Shared-memory fragments between the processes of one node (one module per process)."""
+
+    component: SmBtlComponent
 
     def __init__(
         self,
-        component: Any,
+        component: SmBtlComponent,
         attributes: ModuleAttributes,
         *,
         me: Proc,
@@ -217,7 +223,7 @@ class SmModule(BtlModule):
 
     # -- peers ------------------------------------------------------------------------------
 
-    def add_procs(self, procs: Sequence[Proc]) -> list[Endpoint | None]:
+    def add_procs(self, procs: Sequence[Proc]) -> list[SmEndpoint | None]:
         """Endpoints for this job's other processes on this node that run sm; None otherwise.
 
         Attaching marks our word in the peer's header; whoever completes the set of expected
@@ -225,7 +231,7 @@ class SmModule(BtlModule):
         a crash leaves nothing in the file system.
         """
         me = self.me
-        endpoints: list[Endpoint | None] = []
+        endpoints: list[SmEndpoint | None] = []
         for proc in procs:
             if proc.jobid != me.jobid or proc.same_process(me) or not proc.same_node(me):
                 endpoints.append(None)
@@ -345,7 +351,7 @@ class SmModule(BtlModule):
     def unlinked(self) -> bool:
         return self._unlinked
 
-    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[Endpoint | None]) -> None:
+    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[SmEndpoint | None]) -> None:
         for endpoint in endpoints:
             if isinstance(endpoint, SmEndpoint) and endpoint.module is self:
                 self.endpoints.pop(endpoint.proc.rank, None)
@@ -689,7 +695,7 @@ class SmModule(BtlModule):
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
         """Copy the peer's region from ``offset`` into ``local`` with one process_vm_readv."""
         self._rdma(endpoint, local, remote, offset, write=False)
@@ -702,7 +708,7 @@ class SmModule(BtlModule):
         local: memoryview,
         remote: MemHandle,
         offset: int,
-        completion: Callable[[BaseException | None], None] | None = None,
+        completion: RdmaCompletion | None = None,
     ) -> None:
         """Copy ``local`` into the peer's region at ``offset`` with one process_vm_writev."""
         self._rdma(endpoint, local, remote, offset, write=True)

@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from .component import TcpComponent  # after __version__: component.py imports it
-from .module import TcpEndpoint, TcpModule
+from .component import TcpBtlComponent  # after __version__: component.py imports it
+from .module import TcpBtlModule, TcpEndpoint
 
-__all__ = ["TcpComponent", "TcpEndpoint", "TcpModule", "__version__"]
+__all__ = ["TcpBtlComponent", "TcpBtlModule", "TcpEndpoint", "__version__"]

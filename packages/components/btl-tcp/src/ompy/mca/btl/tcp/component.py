@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefaults
@@ -19,12 +20,12 @@ from ompy.opal.modex import ModexError
 
 from . import __version__, wire
 from .interfaces import discover_interfaces, select_interfaces
-from .module import TcpModule
+from .module import TcpBtlModule
 from .poller import Poller
 from .rdma import Registrations
 
 
-class TcpComponent(BtlComponent):
+class TcpBtlComponent(BtlComponent):
     """TCP sockets between processes on any nodes; one module per selected interface and link."""
 
     name = "tcp"
@@ -116,7 +117,7 @@ class TcpComponent(BtlComponent):
 
     def open(self) -> None:
         self.poller: Poller | None = None
-        self.modules: list[TcpModule] = []
+        self.modules: list[TcpBtlModule] = []
         self._cards: dict[int, list[wire.ContactAddress] | None] = {}
         self._modex = None
         #: Regions registered for the peers' gets, shared by every module (link) of this process.
@@ -129,7 +130,7 @@ class TcpComponent(BtlComponent):
     def say(self, message: str) -> None:
         print(f"[{os.getpid()}] btl tcp: {message}", file=sys.stderr, flush=True)
 
-    def query(self, context: BtlContext) -> Offer[list[BtlModule]] | None:
+    def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         interfaces = select_interfaces(
             discover_interfaces(),
             self.param("if_include"),
@@ -151,7 +152,7 @@ class TcpComponent(BtlComponent):
                 kind_index = counters[interface.loopback]
                 counters[interface.loopback] += 1
                 modules.append(
-                    TcpModule(
+                    TcpBtlModule(
                         self,
                         attributes,
                         interface=interface,

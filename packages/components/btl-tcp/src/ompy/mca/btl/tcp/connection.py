@@ -28,7 +28,7 @@ from .poller import READ, READABLE, WRITE
 from .rdma import GetPart
 
 if TYPE_CHECKING:
-    from .module import TcpEndpoint, TcpModule
+    from .module import TcpBtlModule, TcpEndpoint
 
 _FRAME_UNPACK = wire.FRAME.unpack_from
 _FRAME_SIZE = wire.FRAME_SIZE
@@ -58,7 +58,7 @@ class Connection:
 
     def __init__(
         self,
-        module: TcpModule,
+        module: TcpBtlModule,
         sock: socket.socket,
         *,
         endpoint: TcpEndpoint | None = None,

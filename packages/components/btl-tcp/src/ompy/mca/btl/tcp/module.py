@@ -24,7 +24,8 @@ import select
 import socket
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ompy.opal.mca.btl import (
     BtlError,
@@ -45,6 +46,9 @@ from .interfaces import Interface
 from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
 
+if TYPE_CHECKING:  # the component module imports this one
+    from .component import TcpBtlComponent
+
 _FRAME_PACK = wire.FRAME.pack
 _FRAME_SIZE = wire.FRAME_SIZE
 _DATA = wire.KIND_DATA
@@ -60,7 +64,7 @@ class TcpEndpoint(Endpoint):
 
     __slots__ = ("address", "closed", "conn", "error", "gets", "pending", "queue", "waiting")
 
-    def __init__(self, module: TcpModule, proc: Proc, address: tuple[str, int]) -> None:
+    def __init__(self, module: TcpBtlModule, proc: Proc, address: tuple[str, int]) -> None:
         super().__init__(module, proc)
         self.address = address
         self.conn: Connection | None = None
@@ -72,14 +76,15 @@ class TcpEndpoint(Endpoint):
         self.gets: dict[int, GetPart] = {}  # our gets from this peer, by get id
 
 
-class TcpModule(BtlModule):
+class TcpBtlModule(BtlModule[TcpEndpoint]):
     """Fragments over TCP through one interface."""
 
     flags = BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.GET
+    component: TcpBtlComponent
 
     def __init__(
         self,
-        component,
+        component: TcpBtlComponent,
         attributes: ModuleAttributes,
         *,
         interface: Interface,
@@ -88,7 +93,7 @@ class TcpModule(BtlModule):
         me: Proc,
         secret: bytes,
         poller: Poller,
-        cards,
+        cards: Callable[[int], list[wire.ContactAddress] | None],
         sndbuf: int = 0,
         rcvbuf: int = 0,
         get_stripe_min: int = 1 << 20,
@@ -132,8 +137,8 @@ class TcpModule(BtlModule):
 
     # -- peers ------------------------------------------------------------------------------
 
-    def add_procs(self, procs: Sequence[Proc]) -> list[Endpoint | None]:
-        endpoints: list[Endpoint | None] = []
+    def add_procs(self, procs: Sequence[Proc]) -> list[TcpEndpoint | None]:
+        endpoints: list[TcpEndpoint | None] = []
         for proc in procs:
             address = None if proc.same_process(self.me) else self._address_of(proc)
             if address is None:
@@ -169,7 +174,7 @@ class TcpModule(BtlModule):
         chosen = candidates[self.kind_index % len(candidates)]
         return (chosen.address, chosen.port)
 
-    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[Endpoint | None]) -> None:
+    def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[TcpEndpoint | None]) -> None:
         for endpoint in endpoints:
             if not isinstance(endpoint, TcpEndpoint) or endpoint.module is not self:
                 continue
@@ -351,7 +356,7 @@ class TcpModule(BtlModule):
                 link_endpoint, view[start : start + size], remote.key, offset + start, whole
             )
 
-    def _links_to(self, endpoint: TcpEndpoint) -> list[tuple[TcpModule, TcpEndpoint]]:
+    def _links_to(self, endpoint: TcpEndpoint) -> list[tuple[TcpBtlModule, TcpEndpoint]]:
         """This module's endpoint first, then the other modules' usable endpoints to the peer."""
         links = [(self, endpoint)]
         rank = endpoint.proc.rank

@@ -2,6 +2,9 @@
 
 __version__ = "0.1.0"
 
-from .component import BasicComponent, BasicModule  # after __version__: component.py imports it
+from .component import (
+    BasicCollComponent,
+    BasicCollModule,
+)  # after __version__: component.py imports it
 
-__all__ = ["BasicComponent", "BasicModule", "__version__"]
+__all__ = ["BasicCollComponent", "BasicCollModule", "__version__"]

@@ -37,7 +37,7 @@ def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
     return operation
 
 
-class BasicModule(CollModule):
+class BasicCollModule(CollModule):
     """Every operation of the coll interface; no per-communicator state."""
 
     barrier = _blocking(rooted.barrier)
@@ -68,7 +68,7 @@ class BasicModule(CollModule):
     iexscan = _nonblocking(everyone.exscan)
 
 
-class BasicComponent(CollComponent):
+class BasicCollComponent(CollComponent):
     """Linear and binomial reference algorithms for every collective, on point-to-point."""
 
     name = "basic"
@@ -78,4 +78,4 @@ class BasicComponent(CollComponent):
 
     def query(self, context: Any) -> Offer[CollModule] | None:
         """Run on every communicator: there is always something basic can do."""
-        return Offer(self.priority, BasicModule())
+        return Offer(self.priority, BasicCollModule())

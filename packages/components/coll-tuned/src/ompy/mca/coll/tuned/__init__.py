@@ -2,8 +2,15 @@
 
 __version__ = "0.1.0"
 
-from .component import TunedComponent  # after __version__: component.py imports it
+from .component import TunedCollComponent  # after __version__: component.py imports it
 from .decision import ALGORITHMS, decide
-from .module import Settings, TunedModule
+from .module import Settings, TunedCollModule
 
-__all__ = ["ALGORITHMS", "Settings", "TunedComponent", "TunedModule", "__version__", "decide"]
+__all__ = [
+    "ALGORITHMS",
+    "Settings",
+    "TunedCollComponent",
+    "TunedCollModule",
+    "__version__",
+    "decide",
+]

@@ -16,7 +16,7 @@ from ompy.opal.mca.params import ParamType
 
 from . import __version__
 from .decision import ALGORITHMS, MEASURE
-from .module import SEGMENTS, Settings, TunedModule
+from .module import SEGMENTS, Settings, TunedCollModule
 
 SEGMENTED = {
     "bcast": "pipeline, binary",
@@ -25,7 +25,7 @@ SEGMENTED = {
 }
 
 
-class TunedComponent(CollComponent):
+class TunedCollComponent(CollComponent):
     """Collective algorithms chosen by communicator and message size, each forceable."""
 
     name = "tuned"
@@ -84,4 +84,4 @@ class TunedComponent(CollComponent):
 
     def query(self, context: Any) -> Offer[CollModule] | None:
         """Run on every intra-communicator (the algorithms need nothing but point-to-point)."""
-        return Offer(self.priority, TunedModule(self.settings))
+        return Offer(self.priority, TunedCollModule(self.settings))

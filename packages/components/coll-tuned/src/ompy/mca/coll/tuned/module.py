@@ -105,7 +105,7 @@ class Settings:
     verbose: int = 0
 
 
-class TunedModule(CollModule):
+class TunedCollModule(CollModule):
     """The operations coll/tuned implements on one communicator (the rest come from others)."""
 
     def __init__(self, settings: Settings | None = None) -> None:

@@ -6,7 +6,7 @@ from ompy.opal.mca import Offer
 from ompy.orte.mca.errmgr import ErrmgrComponent
 
 from . import __version__
-from .policy import FirstFailureEndsJob
+from .policy import DefaultErrmgrModule
 
 
 class DefaultErrmgrComponent(ErrmgrComponent):
@@ -17,5 +17,5 @@ class DefaultErrmgrComponent(ErrmgrComponent):
     description = "a rank that fails (exception, abort, non-zero exit, signal) ends the job"
     default_priority = 10
 
-    def query(self, context: object) -> Offer[FirstFailureEndsJob] | None:
-        return Offer(self.priority, FirstFailureEndsJob())
+    def query(self, context: None) -> Offer[DefaultErrmgrModule] | None:
+        return Offer(self.priority, DefaultErrmgrModule())

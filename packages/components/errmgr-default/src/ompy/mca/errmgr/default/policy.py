@@ -22,7 +22,7 @@ from ompy.orte.mca.errmgr import (
 from ompy.orte.mca.errmgr.base import describe_status, exit_code_of
 
 
-class FirstFailureEndsJob(ErrmgrModule):
+class DefaultErrmgrModule(ErrmgrModule):
     """The errmgr module of the ``default`` component."""
 
     def judge(self, event: RankEvent) -> Failure | None:

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import EnvComponent  # after __version__: component.py imports it
+from .component import EnvEssComponent  # after __version__: component.py imports it
 
-__all__ = ["EnvComponent", "__version__"]
+__all__ = ["EnvEssComponent", "__version__"]

@@ -1,6 +1,6 @@
 """Offer to run whenever the launcher's variables are present, and parse them on demand.
 
-The parsing happens in :meth:`EnvModule.identity`, not in ``query``: a rank whose variables are
+The parsing happens in :meth:`EnvEssModule.identity`, not in ``query``: a rank whose variables are
 malformed must stop with a message naming the variable, not fall back to being a singleton.
 """
 
@@ -19,14 +19,14 @@ from . import __version__
 
 
 @attrs.frozen
-class EnvModule(EssModule):
+class EnvEssModule(EssModule):
     environ: Mapping[str, str]
 
     def identity(self) -> Identity:
         return identity_from_environment(self.environ)
 
 
-class EnvComponent(EssComponent):
+class EnvEssComponent(EssComponent):
     """Identity from the environment prepared by ``ompy run``."""
 
     name = "env"
@@ -38,4 +38,4 @@ class EnvComponent(EssComponent):
         environ = os.environ if context is None else context
         if not is_launched(environ):
             return None
-        return Offer(self.priority, EnvModule(dict(environ)))
+        return Offer(self.priority, EnvEssModule(dict(environ)))

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import SingletonComponent  # after __version__: component.py imports it
+from .component import SingletonEssComponent  # after __version__: component.py imports it
 
-__all__ = ["SingletonComponent", "__version__"]
+__all__ = ["SingletonEssComponent", "__version__"]

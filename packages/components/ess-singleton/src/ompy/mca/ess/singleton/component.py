@@ -22,7 +22,7 @@ from . import __version__
 
 
 @attrs.frozen
-class SingletonModule(EssModule):
+class SingletonEssModule(EssModule):
     pid: int
 
     def identity(self) -> Identity:
@@ -45,7 +45,7 @@ class SingletonModule(EssModule):
         )
 
 
-class SingletonComponent(EssComponent):
+class SingletonEssComponent(EssComponent):
     """Identity of a process started without a launcher."""
 
     name = "singleton"
@@ -54,4 +54,4 @@ class SingletonComponent(EssComponent):
     default_priority = 10
 
     def query(self, context: Mapping[str, str] | None) -> Offer[EssModule] | None:
-        return Offer(self.priority, SingletonModule(os.getpid()))
+        return Offer(self.priority, SingletonEssModule(os.getpid()))

@@ -6,7 +6,7 @@ from ompy.opal.mca import Offer
 from ompy.orte.mca.iof import IofComponent, IofOptions
 
 from . import __version__
-from .forwarder import LineForwarder
+from .forwarder import DefaultIofModule
 
 
 class DefaultIofComponent(IofComponent):
@@ -17,5 +17,5 @@ class DefaultIofComponent(IofComponent):
     description = "line-buffered stdout/stderr forwarding; stdin goes to rank 0"
     default_priority = 50
 
-    def query(self, context: IofOptions) -> Offer[LineForwarder] | None:
-        return Offer(self.priority, LineForwarder(context))
+    def query(self, context: IofOptions) -> Offer[DefaultIofModule] | None:
+        return Offer(self.priority, DefaultIofModule(context))

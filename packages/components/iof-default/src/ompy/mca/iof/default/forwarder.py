@@ -76,7 +76,7 @@ class _Stream:
     partial: bytearray = attrs.field(factory=bytearray)
 
 
-class LineForwarder(IofModule):
+class DefaultIofModule(IofModule):
     """The iof module of the ``default`` component (see the module documentation)."""
 
     def __init__(self, options: IofOptions) -> None:

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import UfuncComponent, UfuncModule  # after __version__: component.py imports it
+from .component import UfuncOpComponent, UfuncOpModule  # after __version__: component.py imports it
 
-__all__ = ["UfuncComponent", "UfuncModule", "__version__"]
+__all__ = ["UfuncOpComponent", "UfuncOpModule", "__version__"]

@@ -8,8 +8,6 @@ once on a single zero element when it is made, so a dtype numpy cannot handle fo
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ompy.ompi.datatype import Datatype
@@ -33,7 +31,7 @@ _UFUNCS: dict[Intrinsic, np.ufunc] = {
 }
 
 
-class UfuncModule(OpModule):
+class UfuncOpModule(OpModule):
     """Kernels for every predefined operation, made on demand for each datatype."""
 
     def __init__(self, loc_block: int) -> None:
@@ -66,7 +64,7 @@ def _works(kernel: Kernel, dtype: np.dtype) -> bool:
     return True
 
 
-class UfuncComponent(OpComponent):
+class UfuncOpComponent(OpComponent):
     """Predefined reductions with numpy ufuncs working in place."""
 
     name = "ufunc"
@@ -86,5 +84,5 @@ class UfuncComponent(OpComponent):
             minimum=1,
         )
 
-    def query(self, context: Any = None) -> Offer[OpModule] | None:
-        return Offer(self.priority, UfuncModule(self.param("loc_block")))
+    def query(self, context: None = None) -> Offer[OpModule] | None:
+        return Offer(self.priority, UfuncOpModule(self.param("loc_block")))

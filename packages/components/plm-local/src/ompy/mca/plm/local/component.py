@@ -10,7 +10,7 @@ from ompy.orte.launcher.job import Node
 from ompy.orte.mca.plm import PlmComponent
 
 from . import __version__
-from .launcher import LocalLauncher
+from .launcher import LocalPlmModule
 
 
 class LocalPlmComponent(PlmComponent):
@@ -40,5 +40,5 @@ class LocalPlmComponent(PlmComponent):
             level=5,
         )
 
-    def query(self, context: Sequence[Node]) -> Offer[LocalLauncher] | None:
-        return Offer(self.priority, LocalLauncher(fork_server=self.param("fork_server")))
+    def query(self, context: Sequence[Node]) -> Offer[LocalPlmModule] | None:
+        return Offer(self.priority, LocalPlmModule(fork_server=self.param("fork_server")))

@@ -65,7 +65,7 @@ def _launch_error(rank: int, argv: Sequence[str], cwd: Path, error: OSError) -> 
 
 
 class LocalRank(RankProcess):
-    """A rank started by :class:`LocalLauncher`."""
+    """A rank started by :class:`LocalPlmModule`."""
 
     def __init__(self, rank: int, popen: subprocess.Popen) -> None:
         self.rank = rank
@@ -94,7 +94,7 @@ class LocalRank(RankProcess):
             self._pidfd = None
 
 
-class LocalLauncher(PlmModule):
+class LocalPlmModule(PlmModule):
     """The plm module of the ``local`` component.
 
     With ``fork_server`` on, a job whose program is this interpreter in a plain form (see

@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-from .component import Ob1Component  # after __version__: component.py imports it
-from .module import Ob1Module, PmlError
+from .component import Ob1PmlComponent  # after __version__: component.py imports it
+from .module import Ob1PmlModule, PmlError
 
-__all__ = ["Ob1Component", "Ob1Module", "PmlError", "__version__"]
+__all__ = ["Ob1PmlComponent", "Ob1PmlModule", "PmlError", "__version__"]

@@ -10,10 +10,10 @@ from ompy.opal.mca import Offer
 from ompy.opal.mca.params import ParamError, ParamType
 
 from . import __version__
-from .module import Ob1Module
+from .module import Ob1PmlModule
 
 
-class Ob1Component(PmlComponent):
+class Ob1PmlComponent(PmlComponent):
     """Open MPI's default PML: matching plus eager, rendezvous and RDMA-get protocols."""
 
     name = "ob1"
@@ -49,7 +49,7 @@ class Ob1Component(PmlComponent):
             minimum=0,
         )
 
-    def query(self, context: PmlContext) -> Offer[Ob1Module] | None:
+    def query(self, context: PmlContext) -> Offer[Ob1PmlModule] | None:
         if not isinstance(context, PmlContext):
             raise TypeError(f"the ob1 pml needs a PmlContext to run, got {context!r}")
         try:
@@ -57,7 +57,7 @@ class Ob1Component(PmlComponent):
         except ParamError:
             verbose = 0
         bml = select_bml(BmlContext(context.btl_context, context.registry))
-        module = Ob1Module(
+        module = Ob1PmlModule(
             context,
             bml,
             depth=self.param("send_pipeline_depth"),

@@ -57,7 +57,7 @@ class PmlError(RuntimeError):
     """The PML was used out of order, or the wire protocol was violated."""
 
 
-class Ob1Module(SendSide, RecvSide, PmlModule):
+class Ob1PmlModule(SendSide, RecvSide, PmlModule):
     """Point-to-point messaging over the BML's endpoints."""
 
     max_tag = 2**31 - 1

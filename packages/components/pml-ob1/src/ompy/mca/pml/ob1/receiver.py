@@ -52,7 +52,7 @@ def _copy(data: Any) -> Any:
 
 
 class RecvSide:
-    """Receive protocols; mixed into :class:`~ompy.mca.pml.ob1.module.Ob1Module`."""
+    """Receive protocols; mixed into :class:`~ompy.mca.pml.ob1.module.Ob1PmlModule`."""
 
     _comms: dict[int, CommState]
     _recvs: dict[int, RecvRequest]

@@ -54,7 +54,7 @@ _FIN_UNPACK = FIN.struct.unpack_from
 
 
 class SendSide:
-    """Send protocols; mixed into :class:`~ompy.mca.pml.ob1.module.Ob1Module`."""
+    """Send protocols; mixed into :class:`~ompy.mca.pml.ob1.module.Ob1PmlModule`."""
 
     _sends: dict[int, SendRequest]
     _pending: deque

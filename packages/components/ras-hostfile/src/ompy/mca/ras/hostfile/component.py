@@ -6,7 +6,7 @@ from ompy.opal.mca import Offer
 from ompy.orte.mca.ras import AllocationRequest, RasComponent
 
 from . import __version__
-from .parse import HostfileAllocator
+from .parse import HostfileRasModule
 
 
 class HostfileRasComponent(RasComponent):
@@ -17,5 +17,5 @@ class HostfileRasComponent(RasComponent):
     description = "hosts and slots from --host lists and Open MPI style hostfiles"
     default_priority = 10
 
-    def query(self, context: AllocationRequest) -> Offer[HostfileAllocator] | None:
-        return Offer(self.priority, HostfileAllocator())
+    def query(self, context: AllocationRequest) -> Offer[HostfileRasModule] | None:
+        return Offer(self.priority, HostfileRasModule())

@@ -82,7 +82,7 @@ def merge(hosts: Iterable[tuple[str, int]]) -> tuple[Node, ...]:
     return tuple(Node(name, count) for name, count in slots.items())
 
 
-class HostfileAllocator(RasModule):
+class HostfileRasModule(RasModule):
     """The ras module of the ``hostfile`` component."""
 
     def allocate(self, request: AllocationRequest) -> Allocation | None:

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import MmapComponent  # after __version__: component.py imports it
+from .component import MmapShmemComponent  # after __version__: component.py imports it
 
-__all__ = ["MmapComponent", "__version__"]
+__all__ = ["MmapShmemComponent", "__version__"]

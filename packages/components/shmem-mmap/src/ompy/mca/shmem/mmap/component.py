@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from ompy.opal.mca import Offer
-from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.params import ParamType, Registry
 from ompy.opal.mca.shmem import ShmemComponent, ShmemModule
 from ompy.opal.mca.shmem.base import FileSegmentModule, usable_directory
 from ompy.opal.session import session_dir
@@ -22,7 +21,7 @@ from ompy.opal.session import session_dir
 from . import __version__
 
 
-class MmapComponent(ShmemComponent):
+class MmapShmemComponent(ShmemComponent):
     """Segments are files in ``shmem_mmap_directory`` (default: the session directory)."""
 
     name = "mmap"
@@ -30,7 +29,7 @@ class MmapComponent(ShmemComponent):
     description = "segments are files in a directory (default: the session directory)"
     default_priority = 10
 
-    def __init__(self, registry: Any) -> None:
+    def __init__(self, registry: Registry) -> None:
         super().__init__(registry)
         #: Why the last query declined, for diagnostics; None when it offered.
         self.decline_reason: str | None = None
@@ -46,7 +45,7 @@ class MmapComponent(ShmemComponent):
             level=4,
         )
 
-    def query(self, context: Any) -> Offer[ShmemModule] | None:
+    def query(self, context: None) -> Offer[ShmemModule] | None:
         configured = self.configured_directory()
         self.decline_reason = None if configured is None else usable_directory(configured)
         if self.decline_reason is not None:

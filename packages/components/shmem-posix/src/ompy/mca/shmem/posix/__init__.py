@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from .component import PosixComponent  # after __version__: component.py imports it
+from .component import PosixShmemComponent  # after __version__: component.py imports it
 
-__all__ = ["PosixComponent", "__version__"]
+__all__ = ["PosixShmemComponent", "__version__"]

@@ -11,10 +11,10 @@ elsewhere (``mmap``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ompy.opal.mca import Offer
-from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.params import ParamType, Registry
 from ompy.opal.mca.shmem import ShmemComponent, ShmemModule
 from ompy.opal.mca.shmem.base import FileSegmentModule, free_bytes, usable_directory
 
@@ -23,7 +23,7 @@ from . import __version__
 DEFAULT_MIN_FREE = 32 * 1024 * 1024
 
 
-class PosixComponent(ShmemComponent):
+class PosixShmemComponent(ShmemComponent):
     """Segments are files in /dev/shm; preferred wherever /dev/shm works and has room."""
 
     name = "posix"
@@ -33,7 +33,7 @@ class PosixComponent(ShmemComponent):
     #: Where POSIX shared memory lives on Linux.
     directory: ClassVar[Path] = Path("/dev/shm")
 
-    def __init__(self, registry: Any) -> None:
+    def __init__(self, registry: Registry) -> None:
         super().__init__(registry)
         #: Why the last query declined, for diagnostics; None when it offered.
         self.decline_reason: str | None = None
@@ -50,7 +50,7 @@ class PosixComponent(ShmemComponent):
             minimum=0,
         )
 
-    def query(self, context: Any) -> Offer[ShmemModule] | None:
+    def query(self, context: None) -> Offer[ShmemModule] | None:
         self.decline_reason = self._problem()
         if self.decline_reason is not None:
             return None

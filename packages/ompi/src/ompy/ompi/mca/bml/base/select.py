@@ -6,14 +6,14 @@ import attrs
 
 from ompy.opal.mca import OpenFramework, open_framework
 
-from ..interface import BmlContext, BmlModule
+from ..interface import BmlComponent, BmlContext, BmlModule
 
 
 @attrs.define
 class SelectedBml:
     """The BML module in use and the open framework it came from (closed at finalize)."""
 
-    framework: OpenFramework
+    framework: OpenFramework[BmlComponent]
     module: BmlModule
     _closed: bool = False
 

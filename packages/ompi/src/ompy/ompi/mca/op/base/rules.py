@@ -174,8 +174,8 @@ def check(op: Intrinsic, datatype: Datatype, *, accumulate: bool = False) -> Non
     elif op in (Intrinsic.MAXLOC, Intrinsic.MINLOC):
         hint = f"{_FAMILY[op]} to the value/index pair types ({_PAIR_NAMES})"
     else:
-        kinds = [c.value for c in TypeClass if c in classes]
-        kinds = ", ".join(kinds[:-1]) + " and " + kinds[-1]
+        names = [c.value for c in TypeClass if c in classes]
+        kinds = ", ".join(names[:-1]) + " and " + names[-1]
         hint = f"{_FAMILY[op]} to {kinds} datatypes"
     raise MPIException(
         ERR_OP, f"MPI.{op.name} is not defined on {name} ({cls.value} datatype): {hint}"

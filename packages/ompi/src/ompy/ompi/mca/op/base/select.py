@@ -18,35 +18,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from ompy.opal.mca import Component, OpenFramework, open_framework
+from ompy.opal.mca import OpenFramework, open_framework
 from ompy.opal.mca.params import Registry
 
 from ....datatype import Datatype
-from ....datatype.datatype import null_datatype_error
+from ....datatype.datatype import Layout, null_datatype_error
 from ....errors import ERR_OP
 from ....errors import Exception as MPIException
 from .. import framework
-from ..interface import Intrinsic, Kernel, OpModule
+from ..interface import Intrinsic, Kernel, OpComponent, OpModule
 from .rules import check
 
+if TYPE_CHECKING:  # the handle module imports this one
+    from typing_extensions import Buffer
 
-class Operation(Protocol):
-    """What an ``MPI.Op`` handle refers to, as far as kernel selection is concerned."""
-
-    name: str
-    intrinsic: Intrinsic | None
-    function: Callable[[Any, Any, Any], Any] | None
-    freed: bool
-    kernels: dict[Any, Kernel]
-
-
-@runtime_checkable
-class OpHandle(Protocol):
-    """An ``MPI.Op``: ``_impl`` is its :class:`Operation`, or ``None`` for ``OP_NULL``."""
-
-    _impl: Operation | None
+    from ....op.handle import Op
+    from ....op.operation import Operation
 
 
 class OpSelection:
@@ -60,33 +49,37 @@ class OpSelection:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self._lock = threading.Lock()
-        self._opened: OpenFramework | None = None
-        self._modules: tuple[tuple[Component, OpModule], ...] = ()
+        self._opened: OpenFramework[OpComponent] | None = None
+        self._modules: tuple[tuple[OpComponent, OpModule], ...] = ()
         #: (operation, layout) -> kernel, for reductions; the hot-path cache.
-        self._kernels: dict[tuple[Any, Any], Kernel] = {}
+        self._kernels: dict[tuple[Operation | None, Layout | None], Kernel] = {}
         #: The same for one-sided accumulate operations (which also admit REPLACE and NO_OP).
-        self._accumulate_kernels: dict[tuple[Any, Any], Kernel] = {}
+        self._accumulate_kernels: dict[tuple[Operation | None, Layout | None], Kernel] = {}
         #: (intrinsic, layout, accumulate) -> kernel, shared by both caches above.
-        self._intrinsic_kernels: dict[tuple[Intrinsic, Any, bool], Kernel] = {}
+        self._intrinsic_kernels: dict[tuple[Intrinsic, Layout | None, bool], Kernel] = {}
 
     # -- kernels -------------------------------------------------------------------------------
 
-    def kernel(self, op: OpHandle, datatype: Datatype) -> Kernel:
+    def kernel(self, op: Op, datatype: Datatype) -> Kernel:
         """The kernel applying ``op`` to elements of ``datatype`` in a reduction.
 
         Raises ``MPI.Exception`` with ``ERR_OP`` when ``op`` is null or freed, when MPI does
-        not define ``op`` on ``datatype``, or when no installed component implements it.
+        not define ``op`` on ``datatype``, or when no installed component implements it, and
+        ``TypeError`` when ``op`` is not an ``MPI.Op`` or ``datatype`` not an ``MPI.Datatype``.
         """
-        try:  # the attributes are read directly: this is the hot path of every reduction
-            return self._kernels[op._impl, datatype._layout]  # type: ignore[attr-defined]
+        # The handles' attributes are read directly: this is the hot path of every reduction.
+        # Arguments of other types (an application's mistake) fail the lookup one way or
+        # another and are told apart, with a clear error, in _resolve.
+        try:
+            return self._kernels[op._impl, datatype._layout]
         except (KeyError, AttributeError):
             return self._resolve(op, datatype, accumulate=False)
 
-    def accumulate_kernel(self, op: OpHandle, datatype: Datatype) -> Kernel:
+    def accumulate_kernel(self, op: Op, datatype: Datatype) -> Kernel:
         """Like :meth:`kernel`, for one-sided accumulate operations (REPLACE, NO_OP allowed)."""
         try:
-            return self._accumulate_kernels[op._impl, datatype._layout]  # type: ignore[attr-defined]
-        except (KeyError, AttributeError):
+            return self._accumulate_kernels[op._impl, datatype._layout]
+        except (KeyError, AttributeError):  # not yet cached, or not handles: see kernel()
             return self._resolve(op, datatype, accumulate=True)
 
     def intrinsic_kernel(
@@ -107,12 +100,14 @@ class OpSelection:
                 return found
         raise MPIException(ERR_OP, self._nobody_implements(op, datatype))
 
-    def _resolve(self, op: OpHandle, datatype: Datatype, *, accumulate: bool) -> Kernel:
-        if not isinstance(op, OpHandle):
+    def _resolve(self, op: Op, datatype: Datatype, *, accumulate: bool) -> Kernel:
+        from ....op.handle import Op
+
+        if not isinstance(op, Op):
             raise TypeError(f"expecting an MPI.Op, not {type(op).__name__}")
-        operation = op._impl
         if not isinstance(datatype, Datatype):
             raise TypeError(f"expecting an MPI.Datatype, not {type(datatype).__name__}")
+        operation = op._impl
         if operation is None:
             raise MPIException(ERR_OP, "the operation is OP_NULL (a null or freed operation)")
         if operation.freed:
@@ -133,7 +128,7 @@ class OpSelection:
         else:  # cached on the operation, which Free empties: never in the hot-path cache
             found = operation.kernels.get(datatype._layout)
             if found is None:
-                assert operation.function is not None
+                assert operation.function is not None, "an intrinsic or a function"
                 found = operation.kernels[datatype._layout] = user_kernel(
                     operation.function, datatype
                 )
@@ -144,7 +139,7 @@ class OpSelection:
 
     # -- selection -----------------------------------------------------------------------------
 
-    def modules(self) -> tuple[tuple[Component, OpModule], ...]:
+    def modules(self) -> tuple[tuple[OpComponent, OpModule], ...]:
         """The op modules of this instance, best first, opening the framework on first use."""
         with self._lock:
             if self._opened is not None:
@@ -161,7 +156,7 @@ class OpSelection:
                 opened.say(10, f"using {component.name} (priority {component.priority})")
             return self._modules
 
-    def opened(self) -> OpenFramework | None:
+    def opened(self) -> OpenFramework[OpComponent] | None:
         """The open framework (components, failures, registry), or ``None`` before first use."""
         return self._opened
 
@@ -207,14 +202,14 @@ def user_kernel(function: Callable[[Any, Any, Any], Any], datatype: Datatype) ->
     """
     extent = datatype.layout.extent
 
-    def run(inmem: Any, inoutmem: Any, count: int) -> None:
+    def run(inmem: Buffer, inoutmem: Buffer, count: int) -> None:
         nbytes = count * extent
         function(_bytes(inmem, nbytes), _bytes(inoutmem, nbytes), datatype)
 
     return run
 
 
-def _bytes(memory: Any, nbytes: int) -> memoryview:
+def _bytes(memory: Buffer, nbytes: int) -> memoryview:
     view = memory if type(memory) is memoryview else memoryview(memory)
     if view.ndim != 1 or view.format != "B":
         view = view.cast("B")

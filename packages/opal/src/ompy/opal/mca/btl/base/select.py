@@ -9,7 +9,7 @@ context's progress engine; :meth:`SelectedBtls.close` undoes all of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 class SelectedBtls:
     """The BTL modules of this process and the open framework they came from."""
 
-    framework: OpenFramework
+    framework: OpenFramework[BtlComponent]
     context: BtlContext
-    modules: list[BtlModule]
+    modules: list[BtlModule[Any]]
     components: list[BtlComponent]
     _closed: bool = False
 
@@ -59,7 +59,7 @@ def select_btls(context: BtlContext, registry: Registry | None = None) -> Select
 
         registry = process_registry()
     opened = open_framework(framework, registry)
-    modules: list[BtlModule] = []
+    modules: list[BtlModule[Any]] = []
     components: list[BtlComponent] = []
     for component, offer in opened.select_many(context):
         offered = offer.module

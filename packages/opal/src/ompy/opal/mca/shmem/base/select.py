@@ -26,7 +26,7 @@ from ..segment import Segment, SegmentDescriptor
 class Selected:
     """The outcome of selection: the open framework, the winning component and its module."""
 
-    framework: OpenFramework
+    framework: OpenFramework[ShmemComponent]
     component: ShmemComponent
     module: ShmemModule
 
@@ -60,6 +60,11 @@ def selection(registry: Registry | None = None) -> Selected:
         opened = open_framework(framework, registry or process_registry())
         try:
             component, offer = opened.select_one(None)
+            if not isinstance(offer.module, ShmemModule):
+                raise TypeError(
+                    f"the shmem component '{component.name}' offered {offer.module!r}; a shmem "
+                    "offer's module must be a ShmemModule"
+                )
         except BaseException:
             opened.close()
             raise

@@ -7,10 +7,10 @@ import signal
 from ompy.opal.mca import OpenFramework, open_and_select_one
 from ompy.opal.mca.params import Registry
 
-from .. import ErrmgrModule, framework
+from .. import ErrmgrComponent, ErrmgrModule, framework
 
 
-def select_errmgr(registry: Registry) -> tuple[OpenFramework, ErrmgrModule]:
+def select_errmgr(registry: Registry) -> tuple[OpenFramework[ErrmgrComponent], ErrmgrModule]:
     """Open the framework and pick the policy; the caller closes the framework at the end."""
     opened, _component, offer = open_and_select_one(framework, registry, None)
     return opened, offer.module

@@ -20,7 +20,8 @@ def select_module(
     """
     opened = open_framework(framework, params if params is not None else registry())
     component, offer = opened.select_one(os.environ if environ is None else environ)
-    return component, offer.module
+    module: EssModule = offer.module
+    return component, module
 
 
 def identify(environ: Mapping[str, str] | None = None, params: Registry | None = None) -> Identity:

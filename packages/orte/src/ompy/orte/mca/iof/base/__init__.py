@@ -5,10 +5,12 @@ from __future__ import annotations
 from ompy.opal.mca import OpenFramework, open_and_select_one
 from ompy.opal.mca.params import Registry
 
-from .. import IofModule, IofOptions, framework
+from .. import IofComponent, IofModule, IofOptions, framework
 
 
-def select_iof(registry: Registry, options: IofOptions) -> tuple[OpenFramework, IofModule]:
+def select_iof(
+    registry: Registry, options: IofOptions
+) -> tuple[OpenFramework[IofComponent], IofModule]:
     """Open the framework and pick the module; the caller closes the framework at the end."""
     opened, _component, offer = open_and_select_one(framework, registry, options)
     return opened, offer.module

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ompy.opal.mca import OpenFramework, open_and_select_one
 from ompy.opal.mca.params import Registry
+from ompy.orte.launcher.job import Node
 
-from .. import PlmModule, framework
+from .. import PlmComponent, PlmModule, framework
 
 
-def select_plm(registry: Registry, nodes: object) -> tuple[OpenFramework, PlmModule]:
-    """Open the framework and pick the best launcher for ``nodes`` (a sequence of ``Node``).
+def select_plm(
+    registry: Registry, nodes: Sequence[Node]
+) -> tuple[OpenFramework[PlmComponent], PlmModule]:
+    """Open the framework and pick the best launcher for ``nodes``.
 
     The caller closes the returned framework when the job is over.
     """
