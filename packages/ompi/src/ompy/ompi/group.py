@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Self
 
 import attrs
 
@@ -84,7 +84,7 @@ class Group(Handle, referent="_members"):
         return cls._of(Members(procs, local, instance=instance))
 
     @classmethod
-    def Create_from_session_pset(cls, session: Session, pset_name: str) -> Group:
+    def Create_from_session_pset(cls, session: Session, pset_name: str) -> Self:
         """Create a new group from session and process set."""
         from .api.session import pset_group  # the API builds on groups
 

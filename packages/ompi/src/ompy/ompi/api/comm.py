@@ -9,7 +9,7 @@ the parent and register with the PML before anything can be sent on them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from ..constants import (
     APPNUM,
@@ -56,7 +56,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
             )
 
     @classmethod
-    def _of(cls, communicator: Communicator | None) -> Comm:
+    def _of(cls, communicator: Communicator | None) -> Self:
         handle = cls.__new__(cls)
         handle._c = communicator
         return handle

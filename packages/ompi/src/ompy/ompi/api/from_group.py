@@ -162,11 +162,9 @@ class Exchange:
         return values
 
 
-def build(instance: Instance, key: Hashable, members: tuple[int, ...], name: str) -> Communicator:
-    """Agree with ``members`` over the channel and build their communicator (``name`` % cid)."""
-    exchange = Exchange(instance.rendezvous, key, members)
-    cid = agree(instance, exchange.allgather)
-    return Communicator.create(instance, cid, members, name % cid)
+def agree_over(instance: Instance, key: Hashable, members: tuple[int, ...]) -> int:
+    """A context id agreed with ``members`` (world ranks) over the channel, for call ``key``."""
+    return agree(instance, Exchange(instance.rendezvous, key, members).allgather)
 
 
 def members_of(
@@ -206,8 +204,9 @@ def create_from_group(group: object, stringtag: object) -> Communicator:
             f"MAX_STRINGTAG_LEN ({MAX_STRINGTAG_LEN}) are allowed",
         )
     instance, procs = members_of(group, call)
-    name = "MPI COMMUNICATOR %d FROM GROUP " + repr(stringtag).replace("%", "%%")
-    return build(instance, ("Create_from_group", stringtag, procs), procs, name)
+    cid = agree_over(instance, ("Create_from_group", stringtag, procs), procs)
+    name = f"MPI COMMUNICATOR {cid} FROM GROUP {stringtag!r}"
+    return Communicator.create(instance, cid, procs, name)
 
 
 def create_group(parent: Communicator, group: object, tag: int) -> Communicator:
@@ -222,5 +221,6 @@ def create_group(parent: Communicator, group: object, tag: int) -> Communicator:
             f"{call}: the group holds processes outside the communicator (world ranks "
             f"{outside}); it must be a subgroup of comm.Get_group()",
         )
-    name = f"MPI COMMUNICATOR %d CREATE_GROUP FROM {parent.context_id}"
-    return build(instance, ("Create_group", parent.context_id, tag, procs), procs, name)
+    cid = agree_over(instance, ("Create_group", parent.context_id, tag, procs), procs)
+    name = f"MPI COMMUNICATOR {cid} CREATE_GROUP FROM {parent.context_id}"
+    return Communicator.create(instance, cid, procs, name)

@@ -33,7 +33,7 @@ when it is merged, the lead engineer replaces :class:`SessionInfo` and :func:`hi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 import attrs
 
@@ -297,7 +297,7 @@ def pset_group(session: object, pset_name: object, kind: type[G], call: str) -> 
         raise TypeError(f"{call}: expecting a Session, not {type(session).__name__}")
     instance = session._live(call).instance
     procs = pset_procs(instance, pset_name, call)
-    return kind._of(Members(procs, instance.world_rank, instance=instance))
+    return cast(G, kind._of(Members(procs, instance.world_rank, instance=instance)))
 
 
 def session_on(instance: Instance, info: Any = None) -> Session:
