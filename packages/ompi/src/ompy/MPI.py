@@ -18,6 +18,7 @@ from ompy.ompi.api.environment import (
     Wtick,
     Wtime,
 )
+from ompy.ompi.api.from_group import MAX_STRINGTAG_LEN
 from ompy.ompi.api.init import (
     Attach_buffer,
     Detach_buffer,
@@ -32,6 +33,7 @@ from ompy.ompi.api.init import (
 )
 from ompy.ompi.api.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from ompy.ompi.api.request import REQUEST_NULL, Prequest, Request
+from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
 from ompy.ompi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -130,6 +132,8 @@ __all__ = [
     "MAX_LIBRARY_VERSION_STRING",
     "MAX_OBJECT_NAME",
     "MAX_PROCESSOR_NAME",
+    "MAX_PSET_NAME_LEN",
+    "MAX_STRINGTAG_LEN",
     "MESSAGE_NO_PROC",
     "MESSAGE_NULL",
     "MIN",
@@ -144,6 +148,7 @@ __all__ = [
     "REPLACE",
     "REQUEST_NULL",
     "ROOT",
+    "SESSION_NULL",
     "SIMILAR",
     "SUBVERSION",
     "SUM",
@@ -180,6 +185,7 @@ __all__ = [
     "Prequest",
     "Query_thread",
     "Request",
+    "Session",
     "Status",
     "Wtick",
     "Wtime",

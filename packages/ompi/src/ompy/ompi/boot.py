@@ -23,6 +23,8 @@ import os
 import threading
 from typing import Any
 
+from .errors import ERR_OTHER
+from .errors import Exception as MPIException
 from .instance import Instance
 
 PROC_KEY = "ompi.proc"
@@ -41,6 +43,12 @@ def start(thread_level: int) -> Instance:
     from .mca.pml.context import PmlContext
 
     runtime = orte_runtime.init()
+    if runtime.finalized:
+        raise MPIException(
+            ERR_OTHER,
+            "MPI was finalized in this process (the world model and every session let go of "
+            "it) and cannot be initialized again",
+        )
     identity = runtime.identity
     modex = runtime.modex
     modex.put(

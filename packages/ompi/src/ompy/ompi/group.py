@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final, Self
 
 import attrs
 
@@ -19,6 +19,10 @@ from .constants import CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
 from .handle import Handle
+
+if TYPE_CHECKING:
+    from .api.session import Session
+    from .instance import Instance
 
 __all__ = [
     "CONGRUENT",
@@ -38,6 +42,9 @@ class Members:
     procs: tuple[Hashable, ...]
     local: Hashable | None
     predefined: bool = False
+    #: The MPI instance the processes belong to (where a communicator over them is built:
+    #: ``Intracomm.Create_from_group``); None for groups made outside any instance.
+    instance: Instance | None = None
     #: Process identifier -> rank in this group.
     ranks: dict[Hashable, int] = attrs.field(init=False)
 
@@ -63,15 +70,25 @@ class Group(Handle, referent="_members"):
             raise TypeError(f"Group() takes a Group to refer to, not {type(group).__name__}")
 
     @classmethod
-    def from_procs(cls, procs: Iterable[Hashable], local: Hashable | None) -> Group:
-        """A group of ``procs`` in rank order, seen from the process ``local``.
+    def from_procs(
+        cls, procs: Iterable[Hashable], local: Hashable | None, instance: Instance | None = None
+    ) -> Group:
+        """A group of ``procs`` in rank order, seen from the process ``local`` of ``instance``.
 
-        This is how communicators make their groups; programs use Incl, Union and friends.
+        This is how communicators and process sets make their groups; programs use Incl,
+        Union and friends.
         """
         procs = tuple(procs)
         if not procs:
             return GROUP_EMPTY
-        return cls._of(Members(procs, local))
+        return cls._of(Members(procs, local, instance=instance))
+
+    @classmethod
+    def Create_from_session_pset(cls, session: Session, pset_name: str) -> Self:
+        """Create a new group from session and process set."""
+        from .api.session import pset_group  # the API builds on groups
+
+        return pset_group(session, pset_name, cls, "Group.Create_from_session_pset")
 
     @classmethod
     def _of(cls, members: Members) -> Group:
@@ -220,7 +237,7 @@ class Group(Handle, referent="_members"):
         members = self.members
         if not members.procs:
             return GROUP_EMPTY
-        return type(self)._of(Members(members.procs, members.local))
+        return type(self)._of(Members(members.procs, members.local, instance=members.instance))
 
     def Free(self) -> None:
         """Free a group."""
@@ -242,7 +259,8 @@ def _derived(cls: type[Group], procs: tuple, *sources: Members) -> Group:
     if not procs:
         return GROUP_EMPTY
     local = next((s.local for s in sources if s.local is not None), None)
-    return cls._of(Members(procs, local))
+    instance = next((s.instance for s in sources if s.instance is not None), None)
+    return cls._of(Members(procs, local, instance=instance))
 
 
 def _rank_list(ranks: Iterable[int], operation: str) -> list[int]:

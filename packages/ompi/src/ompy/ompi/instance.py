@@ -39,12 +39,19 @@ if TYPE_CHECKING:
     from ompy.opal.mca import OpenFramework
 
     from .api.bsend import BsendPool
+    from .api.from_group import Rendezvous
 
 
 def _bsend_pool() -> BsendPool:
     from .api.bsend import BsendPool
 
     return BsendPool()
+
+
+def _rendezvous(instance: Instance) -> Rendezvous:
+    from .api.from_group import Rendezvous
+
+    return Rendezvous(instance)
 
 
 @attrs.define(eq=False)
@@ -85,18 +92,22 @@ class Instance:
     pickled_recvs: list[Any] = attrs.field(factory=list)
     _progress_registered: bool = False
     _advancing: bool = False
+    #: Where communicators without a parent agree on their context id (``Create_from_group``).
+    rendezvous: Rendezvous = attrs.field(
+        default=attrs.Factory(_rendezvous, takes_self=True), repr=False
+    )
 
     # -- groups ------------------------------------------------------------------------------
 
     @property
     def world_group(self) -> Group:
         """The group of every world rank (``mpi://WORLD``), in world-rank order."""
-        return Group._of(Members(tuple(range(self.world_size)), self.world_rank))
+        return Group._of(Members(tuple(range(self.world_size)), self.world_rank, instance=self))
 
     @property
     def self_group(self) -> Group:
         """The group of this process alone (``mpi://SELF``)."""
-        return Group._of(Members((self.world_rank,), self.world_rank))
+        return Group._of(Members((self.world_rank,), self.world_rank, instance=self))
 
     # -- context ids -------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@
 - :mod:`.request`, :mod:`.message` nonblocking operations and matched messages;
 - :mod:`.pickled` the lowercase methods' object transport (pickle protocol 5, out-of-band buffers);
 - :mod:`.internal` and :mod:`.cid` the library's own collectives on reserved negative tags;
-- :mod:`.init` the world model (``Init``/``Finalize``, ``COMM_WORLD``);
+- :mod:`.init` the world model (``Init``/``Finalize``, ``COMM_WORLD``); :mod:`.session` MPI-4
+  sessions and process sets; :mod:`.from_group` communicators without a parent
+  (``Create_from_group``, ``Create_group``) and their rendezvous channel;
   :mod:`.environment` Wtime and friends.
 """

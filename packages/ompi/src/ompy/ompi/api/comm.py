@@ -9,7 +9,7 @@ the parent and register with the PML before anything can be sent on them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from ..constants import (
     APPNUM,
@@ -22,7 +22,7 @@ from ..constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE
+from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_TAG
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle
@@ -31,8 +31,10 @@ from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
 from .communicator import Communicator
+from .from_group import create_from_group, create_group
 from .internal import allgather
 from .p2p import PointToPoint
+from .session import hints
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
@@ -54,7 +56,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
             )
 
     @classmethod
-    def _of(cls, communicator: Communicator | None) -> Comm:
+    def _of(cls, communicator: Communicator | None) -> Self:
         handle = cls.__new__(cls)
         handle._c = communicator
         return handle
@@ -278,6 +280,28 @@ class Intracomm(Comm, Collectives):
     """Intra-communicator."""
 
     __slots__ = ()
+
+    def Create_group(self, group: Group, tag: int = 0) -> Intracomm:
+        """Create communicator from group (called by the group's members only)."""
+        c = self._live("Comm.Create_group")
+        tag = as_int(tag, "Comm.Create_group: tag")
+        if not 0 <= tag <= c.tag_ub:
+            raise MPIException(
+                ERR_TAG, f"Comm.Create_group: tag {tag} is not in 0..{c.tag_ub} (TAG_UB)"
+            )
+        return Intracomm._of(create_group(c, group, tag))
+
+    @classmethod
+    def Create_from_group(
+        cls,
+        group: Group,
+        stringtag: str = "org.mpi4py",
+        info: Any = None,
+        errhandler: Any = None,
+    ) -> Intracomm:
+        """Create communicator from group (collective over the group's members only)."""
+        hints(info, "Intracomm.Create_from_group")
+        return Intracomm._of(create_from_group(group, stringtag))
 
 
 COMM_NULL = Comm()

@@ -52,7 +52,7 @@ class Communicator:
         self.world_ranks = world_ranks
         self.size = len(world_ranks)
         self.rank = world_ranks.index(instance.world_rank)
-        self.group = Group.from_procs(world_ranks, instance.world_rank)
+        self.group = Group.from_procs(world_ranks, instance.world_rank, instance)
         self.name = name
         self.predefined = predefined
         self.freed = False

@@ -66,6 +66,7 @@ def Init_thread(required: int = THREAD_MULTIPLE) -> int:
         )
     provided = min(required, MAX_THREAD_LEVEL)
     instance = acquire(lambda: boot.start(provided))
+    instance.thread_level = max(instance.thread_level, provided)  # a session may have started it
     _install(instance)
     boot.fence_progressing(instance)
     if instance.runtime is not None:
