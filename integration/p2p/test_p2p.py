@@ -46,9 +46,11 @@ SECTIONS = {
     "comms",
     "schedules",
 }
-ENDPOINTS = re.compile(r"^\[(\d+)\] pml ob1: (.*)$", re.MULTILINE)
+#: The output facility's prefix of a rank's line; the group is the pid.
+PREFIX = r"^\[rank \d+ pid (\d+)\] "
+ENDPOINTS = re.compile(PREFIX + r"pml ob1: (.*)$", re.MULTILINE)
 ENDPOINT = re.compile(r"<BmlEndpoint to rank (\d+): ([^>]*)>")
-TCP_BYTES = re.compile(r"^\[(\d+)\] btl tcp: (\S+): received (\d+) bytes$", re.MULTILINE)
+TCP_BYTES = re.compile(PREFIX + r"btl tcp: (\S+): received (\d+) bytes$", re.MULTILINE)
 
 
 VERBOSE = ("--mca", "pml_base_verbose", "10", "--mca", "btl_base_verbose", "20")

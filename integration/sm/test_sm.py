@@ -19,8 +19,10 @@ PROGRAMS = Path(__file__).parent / "programs"
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 RING = 256 * 1024  # btl_sm_fbox_size's default
 VERBOSE = ["--mca", "btl_base_verbose", "20", "--mca", "pml_base_verbose", "10"]
-SEGMENT = re.compile(r"^\[(\d+)\] btl sm: segment .* rings of (\d+)\), .*, CMA (on|off)$", re.M)
-QUEUED = re.compile(r"^\[(\d+)\] btl sm: (\d+) send\(s\) found a ring full", re.M)
+#: The output facility's prefix of a rank's line; the group is the pid.
+PREFIX = r"^\[rank \d+ pid (\d+)\] "
+SEGMENT = re.compile(PREFIX + r"btl sm: segment .* rings of (\d+)\), .*, CMA (on|off)$", re.M)
+QUEUED = re.compile(PREFIX + r"btl sm: (\d+) send\(s\) found a ring full", re.M)
 ENDPOINT = re.compile(r"<BmlEndpoint to rank (\d+): ([^>]*)>")
 
 

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from ompy.mca.iof.default.forwarder import DefaultIofModule
-from ompy.orte.launcher.loop import EventLoop
+from ompy.opal.eventloop import EventLoop
 from ompy.orte.mca.iof import IofOptions
 
 WAIT = 10.0

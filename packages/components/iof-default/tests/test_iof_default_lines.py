@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from ompy.mca.iof.default import DefaultIofComponent
 from ompy.mca.iof.default.forwarder import MAX_LINE, DefaultIofModule
+from ompy.opal.eventloop import EventLoop
 from ompy.opal.mca.params import Registry
-from ompy.orte.launcher.loop import EventLoop
 from ompy.orte.mca.iof import IofOptions
 from ompy.orte.mca.iof.base import select_iof
 

@@ -79,7 +79,7 @@ LAUNCHER = textwrap.dedent(
     """
     import subprocess, sys
     from ompy.mca.iof.default.forwarder import DefaultIofModule
-    from ompy.orte.launcher.loop import EventLoop
+    from ompy.opal.eventloop import EventLoop
     from ompy.orte.mca.iof import IofOptions
 
     loop = EventLoop()

@@ -5,16 +5,20 @@ components discovered, the admitted ones loaded, their parameters registered and
 called.  Selection then asks each open component for an offer in a given context.  A component
 that fails is recorded (``ompy info`` shows why) and skipped, unless the user asked for it by
 name, in which case the failure is an error that says so.
+
+Opening a framework also sets the level of its logger ``ompy.<framework>`` from
+``<framework>_base_verbose`` before any component is opened, so every component's
+:attr:`~.component.Component.log` speaks at the user's verbosity from ``open()`` on.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+import logging
 from typing import Any, Generic
 
 import attrs
 
+from .. import output
 from .component import Offer
 from .discovery import Candidate, LoadFailure, list_candidates, load_components
 from .errors import ComponentLoadError, NoComponentError, SelectionSyntaxError
@@ -37,7 +41,8 @@ class OpenFramework(Generic[ComponentT]):
     selection: Selection
     components: list[ComponentT]
     failures: list[LoadFailure]
-    verbosity: int = 0
+    #: The framework's logger, ``ompy.<framework>``, at ``<framework>_base_verbose``.
+    log: logging.Logger
 
     def offers(self, context: Any = None) -> list[tuple[ComponentT, Offer[Any]]]:
         """Every offer for ``context``, best first (priority descending, then name)."""
@@ -53,7 +58,7 @@ class OpenFramework(Generic[ComponentT]):
                     ) from error
                 self.failures.append(LoadFailure(component.name, "", f"query failed: {error}"))
                 continue
-            self.say(20, f"{component.name} offers {offer.priority if offer else 'nothing'}")
+            self.log.debug("%s offers %s", component.name, offer.priority if offer else "nothing")
             if offer is not None:
                 offers.append((component, offer))
         offers.sort(key=lambda pair: (-pair[1].priority, pair[0].name))
@@ -65,7 +70,7 @@ class OpenFramework(Generic[ComponentT]):
         if not offers:
             raise NoComponentError(self._nobody_offers())
         component, offer = offers[0]
-        self.say(10, f"selected {component.name} (priority {offer.priority})")
+        self.log.info("selected %s (priority %d)", component.name, offer.priority)
         return component, offer
 
     def select_many(self, context: Any = None) -> list[tuple[ComponentT, Offer[Any]]]:
@@ -85,11 +90,6 @@ class OpenFramework(Generic[ComponentT]):
         for component in reversed(self.components):
             component.close()
         self.components.clear()
-
-    def say(self, level: int, message: str) -> None:
-        """Print a diagnostic when ``<framework>_base_verbose`` is at least ``level``."""
-        if self.verbosity >= level:
-            print(f"[{os.getpid()}] {self.framework.name}: {message}", file=sys.stderr, flush=True)
 
     def _nobody_offers(self) -> str:
         fw = self.framework.name
@@ -112,6 +112,9 @@ def open_framework(
     ``ompy info`` needs to show all parameters and all load errors.
     """
     framework.register_params(registry)
+    log = output.apply_verbosity(
+        output.get_logger(framework.name), registry.get(framework.verbose_param)
+    )
     resolved = registry.resolve(framework.name)
     try:
         selection = Selection.parse(resolved.value, param=framework.name)
@@ -146,14 +149,7 @@ def open_framework(
                 f"('{framework.name}' = '{resolved.text}', from {resolved.source}) "
                 f"but cannot be used: {failure.reason}"
             )
-    return OpenFramework(
-        framework,
-        registry,
-        selection,
-        components,
-        failures,
-        verbosity=registry.get(framework.verbose_param),
-    )
+    return OpenFramework(framework, registry, selection, components, failures, log)
 
 
 def open_and_select_one(

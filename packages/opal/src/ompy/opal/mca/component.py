@@ -10,16 +10,23 @@ and the module that will do the work), or ``None`` to stay out.  Framework inter
 :class:`Component` with the two types of their contract filled in, what ``query`` is asked
 about and what its offer carries (``BtlComponent(Component[BtlContext, list[BtlModule]])``), and
 add what their components must provide.
+
+Every component speaks through :attr:`Component.log`, its logger ``ompy.<framework>.<name>``
+(see :mod:`ompy.opal.output`); the framework sets its verbosity from ``<framework>_base_verbose``
+before ``open()``.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
+import logging
 from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, TypeVar
 
 import attrs
 
+from .. import output
 from .params import ParamSpec, ParamType, Registry
 
 ModuleT = TypeVar("ModuleT")
@@ -95,6 +102,18 @@ class Component(abc.ABC, Generic[ContextT, ModuleT]):
 
     def close(self) -> None:
         """Release what ``open`` acquired."""
+
+    # -- services -----------------------------------------------------------------------------
+
+    @functools.cached_property
+    def log(self) -> logging.Logger:
+        """This component's logger, ``ompy.<framework>.<name>``: the one way it prints.
+
+        Its level follows ``<framework>_base_verbose``, set by the framework before
+        :meth:`open` (see :mod:`ompy.opal.output` for the scale).  On a hot path, test a bool
+        computed once (``self.log.isEnabledFor(logging.DEBUG)``) before calling it.
+        """
+        return output.get_logger(self.framework, self.name)
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ class Framework(Generic[ComponentT]):
 
     @property
     def verbose_param(self) -> str:
+        """``<name>_base_verbose``: the verbosity of this framework's logger ``ompy.<name>``."""
         return f"{self.name}_base_verbose"
 
     def register_params(self, registry: Registry) -> None:
@@ -72,7 +73,9 @@ class Framework(Generic[ComponentT]):
             self.verbose_param,
             ParamType.INT,
             0,
-            f"Verbosity of the {self.name} framework (0 silent, 100 everything)",
+            f"Verbosity of the {self.name} framework and its components (logger "
+            f"ompy.{self.name}), on Open MPI's 0-100 scale: 0 warnings and errors only, 1-19 "
+            "what is selected, 20-100 every component's reasoning and set-up too",
             level=8,
             minimum=0,
             maximum=100,

@@ -184,14 +184,16 @@ class BtlContext:
 
     The run-time (or a test) builds it: this process's :class:`~ompy.opal.proc.Proc`, the
     :class:`~ompy.opal.modex.Modex` to publish contact information through, the job secret every
-    connection must prove (the run-time exports it hex-encoded as ``OMPY_SECRET``), and the
-    progress engine whose loop will drive the transports.
+    connection must prove (the run-time exports it hex-encoded as ``OMPY_SECRET``), the
+    progress engine whose loop will drive the transports, and how many processes of the job
+    share this node (the run-time's identity; 1 when it does not know).
     """
 
     proc: Proc
     modex: Modex
     secret: bytes
     progress: ProgressEngine
+    local_size: int = 1
 
     @staticmethod
     def secret_from_hex(text: str, *, source: str = "OMPY_SECRET") -> bytes:

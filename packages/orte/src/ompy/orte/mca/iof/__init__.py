@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import attrs
 
+from ompy.opal.eventloop import EventLoop
 from ompy.opal.mca import Cardinality, Component, Framework, Offer
-from ompy.orte.launcher.loop import EventLoop
 from ompy.orte.mca.plm import Stdio
 
 INTERFACE_VERSION = (1, 0)

@@ -3,7 +3,7 @@
 ``query`` (once per process):
 
 1. how many processes of the job share this node (``btl_sm_ring_count``, by default the run-time's
-   ``OMPY_LOCAL_SIZE``); alone on the node, sm stays out;
+   count, the context's ``local_size``); alone on the node, sm stays out;
 2. which ring protocol is sound here (``btl_sm_lockfree``: lock-free on x86-64 only) and whether
    cross-memory attach works (``btl_sm_use_cma``);
 3. creates this process's receive segment through the shmem framework, named
@@ -34,7 +34,7 @@ from typing import Any
 from ompy.opal import membarrier
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlError, BtlModule, ModuleDefaults
-from ompy.opal.mca.params import ParamError, ParamType
+from ompy.opal.mca.params import ParamType
 from ompy.opal.mca.shmem import (
     InvalidSegmentNameError,
     Segment,
@@ -51,7 +51,6 @@ from .module import SmBtlModule, SmEndpoint
 from .sysdeps import CmaError, allow_ptrace_from_anyone, cma_problem, copy, lock_free_supported
 
 MODEX_KEY = "btl.sm.card"
-LOCAL_SIZE_VAR = "OMPY_LOCAL_SIZE"
 
 
 class SmBtlComponent(BtlComponent):
@@ -96,7 +95,7 @@ class SmBtlComponent(BtlComponent):
             ParamType.INT,
             0,
             "Rings per segment, one per process of the job on this node (0: the run-time's "
-            f"count, {LOCAL_SIZE_VAR}); sm stays out when a process is alone on its node",
+            "count of them); sm stays out when a process is alone on its node",
             level=5,
             minimum=0,
         )
@@ -141,30 +140,22 @@ class SmBtlComponent(BtlComponent):
         self._cards: dict[int, dict | None] = {}
         self._probe = ctypes.create_string_buffer(secrets.token_bytes(8), 8)
         self._shmem = None
-        try:
-            self.verbose = self.registry.get("btl_base_verbose") >= 20
-        except ParamError:
-            self.verbose = False
-
-    def say(self, message: str) -> None:
-        if self.verbose:
-            print(f"[{os.getpid()}] btl sm: {message}", file=sys.stderr, flush=True)
 
     # -- query ------------------------------------------------------------------------------
 
     def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         if not sys.platform.startswith("linux"):
-            self.say("needs Linux (epoll, pidfd, abstract sockets)")
+            self.log.debug("needs Linux (epoll, pidfd, abstract sockets)")
             return None
         me = context.proc
-        rings = self._ring_count()
-        if rings is None or rings < 2:
-            self.say("this process is alone on its node (or the local size is unknown)")
+        rings = self.param("ring_count") or context.local_size
+        if rings < 2:
+            self.log.debug("this process is alone on its node (or the local size is unknown)")
             return None
         if me.local_rank >= rings:
             raise BtlError(
                 f"sm: local rank {me.local_rank} needs at least {me.local_rank + 1} rings, but "
-                f"{self.param_name('ring_count')} (or {LOCAL_SIZE_VAR}) gives {rings}"
+                f"{self.param_name('ring_count')} (or the run-time's local size) gives {rings}"
             )
         attributes = self.module_attributes()
         fbox = self.param("fbox_size")
@@ -224,33 +215,23 @@ class SmBtlComponent(BtlComponent):
             "nonce": self._probe.raw.hex(),
         }
         context.modex.put(MODEX_KEY, json.dumps(card).encode())
-        self.say(
-            f"segment {name} ({layout.size} bytes, {rings} rings of {fbox}), "
-            f"{'lock-free' if lock_free else 'locked'} rings, CMA {'on' if cma else 'off'}"
+        self.log.debug(
+            "segment %s (%d bytes, %d rings of %d), %s rings, CMA %s",
+            name,
+            layout.size,
+            rings,
+            fbox,
+            "lock-free" if lock_free else "locked",
+            "on" if cma else "off",
         )
         return Offer(self.priority, [self.module])
-
-    def _ring_count(self) -> int | None:
-        rings = self.param("ring_count")
-        if rings:
-            return rings
-        text = os.environ.get(LOCAL_SIZE_VAR)
-        if not text:
-            return None
-        try:
-            return int(text)
-        except ValueError:
-            raise BtlError(
-                f"sm: {LOCAL_SIZE_VAR}={text!r} is not an integer (the run-time sets it to the "
-                "number of the job's processes on this node)"
-            ) from None
 
     def _lock_free(self) -> bool:
         if self.param("lockfree") == "no":
             return False
         if lock_free_supported():
             return True
-        self.say("this processor does not order memory like x86-64: using locked rings")
+        self.log.debug("this processor does not order memory like x86-64: using locked rings")
         return False
 
     def _cma(self) -> bool:
@@ -266,7 +247,9 @@ class SmBtlComponent(BtlComponent):
                 f"sm: {self.param_name('use_cma')} = yes, but cross-memory attach does not work "
                 f"here: {problem}"
             )
-        self.say(f"cross-memory attach unavailable ({problem}); large messages use fragments")
+        self.log.debug(
+            "cross-memory attach unavailable (%s); large messages use fragments", problem
+        )
         return False
 
     @staticmethod
@@ -325,7 +308,7 @@ class SmBtlComponent(BtlComponent):
         )
         if self.param("use_cma") == "yes":
             raise BtlError(f"sm: {self.param_name('use_cma')} = yes, but {message}")
-        self.say(f"{message}; get/put disabled, large messages use fragments")
+        self.log.debug("%s; get/put disabled, large messages use fragments", message)
         self.module.disable_cma()
 
     def _unlink_at_exit(self, descriptor: SegmentDescriptor) -> None:

@@ -779,7 +779,9 @@ class SmBtlModule(BtlModule[SmEndpoint]):
         with contextlib.suppress(ShmemError):  # a view kept by a callback: freed with it
             self.segment.detach()
         # Under btl_base_verbose >= 20: shows whether flow control (a full ring) was exercised.
-        self.component.say(f"{self.queued_sends} send(s) found a ring full and waited in a queue")
+        self.component.log.debug(
+            "%d send(s) found a ring full and waited in a queue", self.queued_sends
+        )
 
     def _release(self, endpoint: SmEndpoint) -> None:
         self._forget_pidfd(endpoint)

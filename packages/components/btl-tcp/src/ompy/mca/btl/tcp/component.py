@@ -9,13 +9,12 @@ caller's job, after every component has published.
 
 from __future__ import annotations
 
-import os
-import sys
+import logging
 from typing import Any
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefaults
-from ompy.opal.mca.params import ParamError, ParamType
+from ompy.opal.mca.params import ParamType
 from ompy.opal.modex import ModexError
 
 from . import __version__, wire
@@ -122,13 +121,8 @@ class TcpBtlComponent(BtlComponent):
         self._modex = None
         #: Regions registered for the peers' gets, shared by every module (link) of this process.
         self.registrations = Registrations()
-        try:
-            self.verbose = self.registry.get("btl_base_verbose") >= 20
-        except ParamError:
-            self.verbose = False
-
-    def say(self, message: str) -> None:
-        print(f"[{os.getpid()}] btl tcp: {message}", file=sys.stderr, flush=True)
+        #: Whether the modules report (``btl_base_verbose`` >= 20): tested before logging.
+        self.verbose = self.log.isEnabledFor(logging.DEBUG)
 
     def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
         interfaces = select_interfaces(
@@ -137,8 +131,7 @@ class TcpBtlComponent(BtlComponent):
             self.param("if_exclude"),
         )
         if not interfaces:
-            if self.verbose:
-                self.say("no usable interface after btl_tcp_if_include/if_exclude")
+            self.log.debug("no usable interface after btl_tcp_if_include/if_exclude")
             return None
         attributes = self.module_attributes()
         self._modex = context.modex

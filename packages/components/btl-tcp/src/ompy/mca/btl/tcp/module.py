@@ -504,7 +504,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         else:
             self.rejected += 1
             if self.component.verbose:
-                self.component.say(f"{self.name}: refused an incoming connection: {error}")
+                self.component.log.debug("%s: refused an incoming connection: %s", self.name, error)
 
     def connection_lost(self, conn: Connection, error: BtlPeerError) -> None:
         self.connections.discard(conn)
@@ -592,7 +592,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         self.endpoints.clear()
         self.unclaimed.clear()
         if self.component.verbose:
-            self.component.say(f"{self.name}: received {self.bytes_received} bytes")
+            self.component.log.debug("%s: received %d bytes", self.name, self.bytes_received)
         if undelivered:
             raise BtlPeerError(
                 f"tcp {self.name}: finalize could not deliver {', '.join(undelivered)}: no "

@@ -15,8 +15,6 @@ has attached (:mod:`.handshake`).
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
@@ -94,10 +92,6 @@ class SmCollComponent(CollComponent):
         self._serial = itertools.count()
         #: Shared by every module of the process (membarrier registers the process once).
         self.fence = Fence()
-        try:
-            self.verbose = self.registry.get("coll_base_verbose") >= 20
-        except ParamError:
-            self.verbose = False
         fragment = self.param("fragment_size")
         if fragment % L.PAGE:
             raise ParamError(
@@ -105,25 +99,23 @@ class SmCollComponent(CollComponent):
                 f"{L.PAGE} bytes; choose for example {max(L.PAGE, fragment // L.PAGE * L.PAGE)}"
             )
 
-    def say(self, message: str) -> None:
-        if self.verbose:
-            print(f"[{os.getpid()}] coll sm: {message}", file=sys.stderr, flush=True)
-
     def query(self, context: Any) -> Offer[CollModule] | None:
         """Offer a module if every rank of ``context`` (a communicator) shares this node."""
         comm = context
         label = f"communicator {getattr(comm, 'name', comm)!r}"
         if comm.size < 2:
-            self.say(f"{label} has a single rank: nothing to share")
+            self.log.debug("%s has a single rank: nothing to share", label)
             return None
         procs = comm.instance.procs
         members = [procs[world] for world in comm.world_ranks]
         if not all(hasattr(proc, "jobid") for proc in members):
-            self.say(f"{label}: no job identity, so no segment name the launcher could clean up")
+            self.log.debug(
+                "%s: no job identity, so no segment name the launcher could clean up", label
+            )
             return None
         nodes = {proc.node_id for proc in members}
         if len(nodes) > 1:
-            self.say(f"{label} spans {len(nodes)} nodes")
+            self.log.debug("%s spans %d nodes", label, len(nodes))
             return None
         lock_free = self.param("lockfree") == "auto" and lock_free_supported()
         module = SmCollModule(
@@ -142,7 +134,7 @@ class SmCollComponent(CollComponent):
         me = comm.instance.procs[comm.instance.world_rank]
         name = f"ompy-{me.jobid}-coll-sm-{me.rank}-{comm.context_id}-{next(self._serial)}"
         segment = shmem_base.selection(self.registry).module.create(name, size)
-        self.say(f"{name}: {size} bytes for {comm.size} ranks of {comm.name!r}")
+        self.log.debug("%s: %d bytes for %d ranks of %r", name, size, comm.size, comm.name)
         return segment
 
     def attach_segment(self, descriptor: SegmentDescriptor) -> Segment:

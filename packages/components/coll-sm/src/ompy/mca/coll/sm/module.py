@@ -179,7 +179,7 @@ class SmCollModule(CollModule):
                 segment.detach()
             except SegmentBusyError:
                 # A user operation kept a view of a slot: the mapping goes when that view does.
-                self.component.say(f"segment {segment.name} stays mapped until its views go")
+                self.component.log.debug("segment %s stays mapped until its views go", segment.name)
 
     def _release(self) -> None:
         for row in self._slots:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
+from ompy.opal import output
 from ompy.opal.mca import Offer
 from ompy.opal.mca.params import ParamType
 
@@ -64,9 +65,11 @@ class TunedCollComponent(CollComponent):
             "verbose",
             ParamType.INT,
             0,
-            "Verbosity of coll/tuned: 1 notes each forced algorithm set aside for the automatic "
-            "choice, 10 prints the algorithm of every call",
+            "Verbosity of coll/tuned (logger ompy.coll.tuned; the more verbose of this and "
+            "coll_base_verbose wins): 1 notes each forced algorithm set aside for the automatic "
+            "choice, 20 prints the algorithm of every call",
             minimum=0,
+            maximum=100,
             level=8,
         )
 
@@ -76,10 +79,13 @@ class TunedCollComponent(CollComponent):
         A bad value raises here, and the framework turns it into the job's error (naming the
         parameter, the value and where it came from) rather than running without tuned.
         """
+        verbose = self.param("verbose")
+        output.apply_own_verbosity(self.log, verbose)
         self.settings = Settings(
             forced={op: self.param(f"{op}_algorithm") for op in ALGORITHMS},
             segments={op: self.param(f"{op}_segment_size") for op in SEGMENTS},
-            verbose=self.param("verbose"),
+            verbose=verbose,
+            log=self.log,
         )
 
     def query(self, context: Any) -> Offer[CollModule] | None:

@@ -14,8 +14,7 @@ job, since parameters cannot change once MPI is initialized.
 
 from __future__ import annotations
 
-import os
-import sys
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ import attrs
 
 from ompy.ompi.mca.coll import CollModule
 from ompy.ompi.mca.coll.base import copy, region, run_schedule, start_schedule
+from ompy.opal import output
 
 from .algorithms import (
     allgather,
@@ -101,8 +101,11 @@ class Settings:
     forced: dict[str, str] = attrs.field(factory=lambda: dict.fromkeys(ALGORITHMS, "auto"))
     #: Operation -> bytes per segment of its segmented algorithms (0: whole messages).
     segments: dict[str, int] = attrs.field(factory=lambda: dict(SEGMENTS))
-    #: ``coll_tuned_verbose``: 1 notes forced algorithms set aside, 10 every choice.
+    #: ``coll_tuned_verbose`` (0-100): from 1 a note for each forced algorithm set aside, from
+    #: 20 the algorithm of every call (the logger's level says which; this is for reference).
     verbose: int = 0
+    #: Where the notes go: the component's logger, ``ompy.coll.tuned``.
+    log: logging.Logger = attrs.field(factory=lambda: output.get_logger("coll", "tuned"), eq=False)
 
 
 class TunedCollModule(CollModule):
@@ -110,6 +113,10 @@ class TunedCollModule(CollModule):
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
+        log = self.settings.log
+        # Decided once: a quiet module never builds a note on the collective path.
+        self._note = log.info if log.isEnabledFor(logging.INFO) else None
+        self._each_call = log.isEnabledFor(logging.DEBUG)
         self.workspace = Workspace()
 
     def disable(self, comm: Any) -> None:
@@ -124,13 +131,9 @@ class TunedCollModule(CollModule):
         """The algorithm of one call (``algorithm`` overrides the forced parameter)."""
         forced = algorithm or self.settings.forced.get(operation, "auto")
         name = decide(operation, forced, size, nbytes, commutative, self._note)
-        if self.settings.verbose >= 10:
-            self._note(f"{operation} of {nbytes} bytes on {size} ranks: {name}")
+        if self._each_call:
+            self.settings.log.debug("%s of %d bytes on %d ranks: %s", operation, nbytes, size, name)
         return name
-
-    def _note(self, message: str) -> None:
-        if self.settings.verbose >= 1:
-            print(f"[{os.getpid()}] coll:tuned: {message}", file=sys.stderr, flush=True)
 
     def _go(
         self, comm: Any, blocking: bool, operation: str, function: Callable[..., Any], *args: Any

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import attrs
 
-from ompy.orte.launcher.loop import EventLoop
+from ompy.opal.eventloop import EventLoop
 from ompy.orte.mca.iof import IofModule, IofOptions
 from ompy.orte.mca.plm import Stdio
 

@@ -7,7 +7,7 @@ from ompy.ompi.mca.bml.base import select_bml
 from ompy.ompi.mca.pml import PmlComponent
 from ompy.ompi.mca.pml.context import PmlContext
 from ompy.opal.mca import Offer
-from ompy.opal.mca.params import ParamError, ParamType
+from ompy.opal.mca.params import ParamType
 
 from . import __version__
 from .module import Ob1PmlModule
@@ -52,10 +52,6 @@ class Ob1PmlComponent(PmlComponent):
     def query(self, context: PmlContext) -> Offer[Ob1PmlModule] | None:
         if not isinstance(context, PmlContext):
             raise TypeError(f"the ob1 pml needs a PmlContext to run, got {context!r}")
-        try:
-            verbose = self.registry.get("pml_base_verbose")
-        except ParamError:
-            verbose = 0
         bml = select_bml(BmlContext(context.btl_context, context.registry))
         module = Ob1PmlModule(
             context,
@@ -63,6 +59,6 @@ class Ob1PmlComponent(PmlComponent):
             depth=self.param("send_pipeline_depth"),
             use_rdma=self.param("use_rdma"),
             finalize_timeout=self.param("finalize_timeout"),
-            verbose=verbose,
+            log=self.log,
         )
         return Offer(self.priority, module)

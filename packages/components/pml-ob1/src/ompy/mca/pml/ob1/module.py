@@ -17,8 +17,7 @@ copied by the API layer and are sent as standard ones.
 from __future__ import annotations
 
 import itertools
-import os
-import sys
+import logging
 from collections import deque
 from typing import Any
 
@@ -29,6 +28,7 @@ from ompy.ompi.mca.bml import BmlEndpoint
 from ompy.ompi.mca.bml.base import SelectedBml
 from ompy.ompi.mca.pml import PmlModule, SendMode
 from ompy.ompi.mca.pml.context import PmlContext
+from ompy.opal import output
 from ompy.opal.mca.btl import BtlError
 
 from .comm import CommState
@@ -71,7 +71,7 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         depth: int = 16,
         use_rdma: bool = True,
         finalize_timeout: float = 30.0,
-        verbose: int = 0,
+        log: logging.Logger | None = None,
     ) -> None:
         self.context = context
         self.engine = context.progress
@@ -80,7 +80,8 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         self.depth = depth
         self.use_rdma = use_rdma
         self.finalize_timeout = finalize_timeout
-        self.verbose = verbose
+        #: The component's logger (``ompy.pml.ob1``): nothing on the message path uses it.
+        self.log = log if log is not None else output.get_logger("pml", "ob1")
         self._comms: dict[int, CommState] = {}
         self._peers: dict[int, BmlEndpoint] = {}
         self._sends: dict[int, SendRequest] = {}
@@ -107,9 +108,6 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         self.bml.register_error(self._btl_error)
         self.engine.register(self.progress)
 
-    def _say(self, message: str) -> None:
-        print(f"[{os.getpid()}] pml ob1: {message}", file=sys.stderr, flush=True)
-
     # -- processes and communicators --------------------------------------------------------
 
     def add_procs(self, procs: list[Any]) -> None:
@@ -118,8 +116,8 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
             self._peers[proc.rank] = endpoint
             if proc.same_process(self.context.proc):
                 self._self_peer = endpoint
-        if self.verbose >= 10:
-            self._say(", ".join(repr(self._peers[proc.rank]) for proc in procs))
+        if self.log.isEnabledFor(logging.INFO):
+            self.log.info("%s", ", ".join(repr(self._peers[proc.rank]) for proc in procs))
 
     def del_procs(self, procs: list[Any]) -> None:
         self.bml.del_procs(procs)

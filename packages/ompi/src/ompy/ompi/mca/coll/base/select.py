@@ -16,6 +16,7 @@ a negative priority is ignored, so ``coll_<name>_priority = -1`` turns a compone
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -63,8 +64,8 @@ class CollSelection:
         offers: list[tuple[str, CollModule]] = []
         for component, offer in opened.select_many(comm):
             if offer.priority < 0:
-                opened.say(
-                    20, f"{component.name} is off on {_label(comm)} (priority {offer.priority})"
+                opened.log.debug(
+                    "%s is off on %s (priority %d)", component.name, _label(comm), offer.priority
                 )
                 continue
             if not isinstance(offer.module, CollModule):
@@ -75,8 +76,8 @@ class CollSelection:
             offers.append((component.name, offer.module))
         running = ", ".join(name for name, _ in offers) or "none"
         table, used = build_table(offers, comm.name, running)
-        if opened.verbosity >= 10:
-            opened.say(10, f"{_label(comm)}: {table.describe()}")
+        if opened.log.isEnabledFor(logging.INFO):
+            opened.log.info("%s: %s", _label(comm), table.describe())
         enabled: list[tuple[str, CollModule]] = []
         try:
             for name, module in used:
@@ -114,12 +115,12 @@ class CollSelection:
         self._selected.clear()
         for comm in left:
             if self._opened is not None:
-                self._opened.say(10, f"tearing down the modules of {_label(comm)}, never freed")
+                self._opened.log.info("tearing down the modules of %s, never freed", _label(comm))
             self.comm_unselect(comm)
         with self._lock:
             opened, self._opened = self._opened, None
         if opened is not None:
-            opened.say(10, "closing the coll components")
+            opened.log.info("closing the coll components")
             opened.close()
 
 

@@ -153,7 +153,7 @@ class OpSelection:
             self._opened = opened
             self._modules = tuple((component, offer.module) for component, offer in offers)
             for component, _module in self._modules:
-                opened.say(10, f"using {component.name} (priority {component.priority})")
+                opened.log.info("using %s (priority %d)", component.name, component.priority)
             return self._modules
 
     def opened(self) -> OpenFramework[OpComponent] | None:
@@ -173,7 +173,7 @@ class OpSelection:
             opened, self._opened = self._opened, None
             self._modules = ()
         if opened is not None:
-            opened.say(10, "closing the op components")
+            opened.log.info("closing the op components")
             opened.close()
 
     def _nobody_implements(self, op: Intrinsic, datatype: Datatype) -> str:

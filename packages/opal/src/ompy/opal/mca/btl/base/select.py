@@ -70,7 +70,7 @@ def select_btls(context: BtlContext, registry: Registry | None = None) -> Select
             )
         if not offered:
             continue
-        opened.say(10, f"{component.name}: {', '.join(m.name for m in offered)}")
+        opened.log.info("%s: %s", component.name, ", ".join(m.name for m in offered))
         modules.extend(offered)
         components.append(component)
         if component.needs_progress:
