@@ -174,13 +174,32 @@ def test_fd_registrations_are_counted(engine):
         right.close()
 
 
-def test_yield_when_idle_follows_the_runtime_oversubscription_flag():
-    oversubscribed = Registry(environ={})
-    register_params(oversubscribed, environ={"OMPY_OVERSUBSCRIBED": "1"})
-    assert oversubscribed.get("opal_progress_yield_when_idle") is True
-    dedicated = Registry(environ={})
-    register_params(dedicated, environ={})
-    assert dedicated.get("opal_progress_yield_when_idle") is False
+@pytest.mark.parametrize(
+    ("setting", "oversubscribed", "yields"),
+    [
+        (None, True, True),  # unset: the run-time's word on the node decides
+        (None, False, False),
+        ("0", True, False),  # set (from any source): the user decides
+        ("1", False, True),
+    ],
+)
+def test_yield_when_idle_follows_the_node_unless_the_user_set_it(setting, oversubscribed, yields):
+    environ = {} if setting is None else {"OMPY_MCA_opal_progress_yield_when_idle": setting}
+    engine = ProgressEngine.from_params(
+        Registry(environ=environ, files=[]), oversubscribed=oversubscribed
+    )
+    try:
+        assert engine.yield_when_idle is yields
+    finally:
+        engine.close()
+
+
+def test_the_yield_parameter_does_not_read_the_launchers_variables(monkeypatch):
+    monkeypatch.setenv("OMPY_OVERSUBSCRIBED", "1")  # identity: it reaches opal through the ess
+    registry = Registry(files=[])
+    register_params(registry)
+    resolved = registry.resolve("opal_progress_yield_when_idle")
+    assert (resolved.value, str(resolved.source)) == (False, "default")
 
 
 def test_engine_reads_its_parameters_from_the_registry():

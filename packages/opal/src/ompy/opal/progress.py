@@ -11,9 +11,9 @@ Idle behaviour, in three steps:
    reply is usually a few microseconds away.  With ``opal_progress_yield_when_idle`` each idle
    pass also calls ``os.sched_yield()``, so that on an oversubscribed node the rank that has
    something to do gets the core.
-2. **Block**: after that, the engine sleeps in ``select()`` on the file descriptors the
-   transports registered (:meth:`ProgressEngine.register_fd`), so a receive that waits for
-   seconds costs no CPU and wakes as soon as a socket becomes readable.
+2. **Block**: after that, the engine sleeps in its event loop (:mod:`ompy.opal.eventloop`) on
+   the file descriptors the transports registered (:meth:`ProgressEngine.register_fd`), so a
+   receive that waits for seconds costs no CPU and wakes as soon as a socket becomes readable.
    Just before each sleep the engine asks its *sleep hooks*
    (:meth:`ProgressEngine.register_sleep_hook`) whether sleeping is safe: a shared-memory
    transport uses the hook to raise a "sleeping" flag that tells its peers to ring a doorbell
@@ -24,8 +24,10 @@ Idle behaviour, in three steps:
    ``opal_progress_block_max_ms``.  :meth:`ProgressEngine.wakeup` ends a sleep at once from any
    thread.
 
-``opal_progress_yield_when_idle`` defaults to true when the run-time says the node is
-oversubscribed (it exports ``OMPY_OVERSUBSCRIBED=1``), like Open MPI's ``mpi_yield_when_idle``.
+``opal_progress_yield_when_idle`` is a parameter like any other; unless a user set it, an engine
+yields when the run-time says its node is oversubscribed (more ranks than cores: the identity's
+``oversubscribed``, handed to :meth:`ProgressEngine.from_params` by the layer that knows it),
+like Open MPI's ``mpi_yield_when_idle``.  The engine itself never reads the environment.
 
 Threads: registering and unregistering are safe from any thread (the callback tuple is replaced,
 never mutated).  :meth:`ProgressEngine.progress` itself is not reentrant per transport; with
@@ -35,35 +37,32 @@ Open MPI's progress engine does under ``MPI_THREAD_MULTIPLE``.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import selectors
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from .mca.params import ParamType, Registry
+from .eventloop import EventLoop
+from .mca.params import ParamType, Registry, SourceKind
 
 #: A progress callback: handles whatever is ready and says how many events that was.
 ProgressCallback = Callable[[], int]
 #: A sleep hook: called before an idle wait blocks; False means "do not sleep, work is pending".
 SleepHook = Callable[[], bool]
 
-OVERSUBSCRIBED_VAR = "OMPY_OVERSUBSCRIBED"
 _FIRST_BLOCK_S = 50e-6
 
 
-def register_params(registry: Registry, environ: Mapping[str, str] | None = None) -> None:
+def register_params(registry: Registry) -> None:
     """Register the progress engine's layer-wide parameters (``opal_progress_*``)."""
-    environ = os.environ if environ is None else environ
-    oversubscribed = environ.get(OVERSUBSCRIBED_VAR, "0").strip() in {"1", "true", "yes"}
     registry.register(
         "opal_progress_yield_when_idle",
         ParamType.BOOL,
-        oversubscribed,
-        "Yield the processor (sched_yield) on every idle progress pass while spinning; defaults "
-        f"to true when the run-time marks the node oversubscribed ({OVERSUBSCRIBED_VAR}=1)",
+        False,
+        "Yield the processor (sched_yield) on every idle progress pass while spinning; when not "
+        "set, true on a node that the run-time marks oversubscribed (more ranks than cores) "
+        "and false elsewhere",
         level=4,
         scope=("opal", ""),
     )
@@ -111,22 +110,28 @@ class ProgressEngine:
         self._callbacks: tuple[ProgressCallback, ...] = ()
         self._sleep_hooks: tuple[SleepHook, ...] = ()
         self._lock = threading.Lock()
-        self._selector = selectors.DefaultSelector()
+        self._loop = EventLoop()  # sleeping only: the callbacks read what became readable
         self._fds: dict[int, int] = {}  # fd -> registration count
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ)
-        self._closed = False
         # Bound once: the unlocked pass is the fast path.
         self.progress = self._progress_locked if thread_safe else self._progress
 
     @classmethod
-    def from_params(cls, registry: Registry, *, thread_safe: bool = False) -> ProgressEngine:
-        """An engine configured from the ``opal_progress_*`` parameters."""
+    def from_params(
+        cls, registry: Registry, *, oversubscribed: bool = False, thread_safe: bool = False
+    ) -> ProgressEngine:
+        """An engine configured from the ``opal_progress_*`` parameters.
+
+        ``oversubscribed`` is the run-time's word on this node; it decides whether to yield
+        when idle unless the user set ``opal_progress_yield_when_idle`` (from any source).
+        """
         register_params(registry)
+        yield_when_idle = registry.resolve("opal_progress_yield_when_idle")
         return cls(
-            yield_when_idle=registry.get("opal_progress_yield_when_idle"),
+            yield_when_idle=(
+                oversubscribed
+                if yield_when_idle.source.kind is SourceKind.DEFAULT
+                else yield_when_idle.value
+            ),
             spin_count=registry.get("opal_progress_spin_count"),
             block_max_ms=registry.get("opal_progress_block_max_ms"),
             thread_safe=thread_safe,
@@ -195,7 +200,7 @@ class ProgressEngine:
         if fd in self._fds:
             self._fds[fd] += 1
             return
-        self._selector.register(fd, selectors.EVENT_READ)
+        self._loop.add_reader(fd, _readable)
         self._fds[fd] = 1
 
     def unregister_fd(self, fd: int) -> None:
@@ -206,12 +211,11 @@ class ProgressEngine:
             self._fds[fd] = count - 1
             return
         del self._fds[fd]
-        self._selector.unregister(fd)
+        self._loop.remove_reader(fd)
 
     def wakeup(self) -> None:
         """End the current idle sleep now (callable from any thread or a signal handler)."""
-        with contextlib.suppress(BlockingIOError):  # a full pipe: a wakeup is already pending
-            os.write(self._wake_w, b"\0")
+        self._loop.wake()
 
     # -- waiting ----------------------------------------------------------------------------
 
@@ -281,17 +285,12 @@ class ProgressEngine:
         return may
 
     def _sleep(self, seconds: float) -> None:
-        for key, _events in self._selector.select(seconds):
-            if key.fd == self._wake_r:
-                with contextlib.suppress(BlockingIOError):
-                    while os.read(self._wake_r, 4096):
-                        pass
+        self._loop.run_once(seconds)
 
     def close(self) -> None:
-        """Release the wakeup pipe and the selector."""
-        if self._closed:
-            return
-        self._closed = True
-        self._selector.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        """Release the event loop (its wake-up pipe and selector); idempotent."""
+        self._loop.close()
+
+
+def _readable(_fd: int) -> None:
+    """A registered descriptor woke the engine: the next pass's callbacks read it."""

@@ -1,8 +1,8 @@
 """The launcher's control server: authentication, modex, fences and rank life-cycle events.
 
-One background thread serves every rank with a selector over non-blocking sockets, so a job of
-hundreds of ranks costs one thread, not hundreds.  All job state lives in that thread; other
-threads talk to it by posting a task and waking the selector through a socket pair.
+One background thread serves every rank from one event loop (:mod:`ompy.opal.eventloop`) over
+non-blocking sockets, so a job of hundreds of ranks costs one thread, not hundreds.  All job
+state lives in that thread; other threads talk to it by posting a task to the loop.
 
 A connection must prove it knows the job secret (see :mod:`.auth`) within ``auth_timeout``
 seconds; until then it can send only one small frame, and a connection that fails or stays
@@ -10,23 +10,22 @@ silent is closed and reported as :class:`BadClient` without ever touching job st
 
 Events are delivered by calling ``on_event`` **from the server thread**: keep the callback short
 and thread-safe (put the event on a :class:`queue.Queue`, for instance).  An exception raised by
-the callback is printed to stderr and otherwise ignored, so it cannot stop the server.
+the callback is logged (``ompy.orte``) and otherwise ignored, so it cannot stop the server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import selectors
 import socket
-import sys
 import threading
-import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+
+from ompy.opal import output
+from ompy.opal.eventloop import EventLoop, Timer
 
 from . import auth, protocol, wire
 from .errors import ControlError, FenceError, RequestError
@@ -43,6 +42,7 @@ from .store import ModexStore
 
 DEFAULT_AUTH_TIMEOUT = 10.0
 _RECV_SIZE = 65536
+_log = output.get_logger("orte")
 
 
 @attrs.define(eq=False)
@@ -50,8 +50,9 @@ class _Connection:
     sock: socket.socket
     peer: str
     nonce: bytes
-    deadline: float
     decoder: wire.FrameDecoder
+    #: Ends the connection unless it authenticates in time; cancelled once it does.
+    handshake_timer: Timer | None = None
     outbox: bytearray = attrs.field(factory=bytearray)
     rank: int | None = None  # set once authenticated
     hello: bool = False
@@ -107,11 +108,7 @@ class ControlServer:
         self._store = ModexStore(size)
         self._listener = socket.create_server((host, 0), backlog=max(128, size))
         self._listener.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._tasks: list[Callable[[], None]] = []
+        self._loop = EventLoop()
         self._lock = threading.Lock()
         self._connections: set[_Connection] = set()
         self._by_rank: dict[int, _Connection] = {}
@@ -139,8 +136,7 @@ class ControlServer:
             raise RuntimeError("the control server is already started")
         if self._closed:
             raise RuntimeError("the control server is closed")
-        self._selector.register(self._listener, selectors.EVENT_READ, "listen")
-        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._loop.add_reader(self._listener, self._accept)
         self._thread = threading.Thread(target=self._serve, name="ompy-control-server", daemon=True)
         self._thread.start()
 
@@ -164,9 +160,8 @@ class ControlServer:
         for conn in list(self._connections):
             with contextlib.suppress(OSError):
                 conn.sock.close()
-        self._selector.close()
-        for sock in (self._listener, self._wake_r, self._wake_w):
-            sock.close()
+        self._loop.close()
+        self._listener.close()
 
     def connected_ranks(self) -> frozenset[int]:
         """Ranks that said hello and whose connection is still open (finalized ones included
@@ -205,19 +200,7 @@ class ControlServer:
     # -- cross-thread plumbing ---------------------------------------------------------------
 
     def _post(self, task: Callable[[], None]) -> None:
-        with self._lock:
-            self._tasks.append(task)
-        with contextlib.suppress(BlockingIOError, OSError):
-            self._wake_w.send(b"\0")
-
-    def _run_tasks(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while self._wake_r.recv(4096):
-                pass
-        with self._lock:
-            tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task()
+        self._loop.post(task)
 
     def _stop(self) -> None:
         self._stopping = True
@@ -226,43 +209,26 @@ class ControlServer:
         try:
             self._on_event(event)
         except Exception:
-            print("ompy: the control server's event callback failed:", file=sys.stderr)
-            traceback.print_exc()
+            _log.exception("the control server's event callback failed")
 
     # -- the server thread -------------------------------------------------------------------
 
     def _serve(self) -> None:
         try:
-            self._loop()
+            while not self._stopping:
+                self._loop.run_once()
         finally:
             if self._closed and self._thread is threading.current_thread():
                 self._release()
 
-    def _loop(self) -> None:
-        while not self._stopping:
-            pending = [c.deadline for c in self._connections if c.rank is None]
-            timeout = max(0.0, min(pending) - time.monotonic()) if pending else None
-            for key, mask in self._selector.select(timeout):
-                if key.data == "listen":
-                    self._accept()
-                elif key.data == "wake":
-                    self._run_tasks()
-                else:
-                    conn = key.data
-                    if mask & selectors.EVENT_WRITE and not conn.closed:
-                        self._flush(conn)
-                    if mask & selectors.EVENT_READ and not conn.closed:
-                        self._read(conn)
-            self._expire_handshakes()
-
-    def _accept(self) -> None:
+    def _accept(self, _fd: int = -1) -> None:
         while True:
             try:
                 sock, addr = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as error:  # e.g. out of file descriptors: keep serving the others
-                print(f"ompy: control server cannot accept: {error}", file=sys.stderr)
+                _log.error("the control server cannot accept a connection: %s", error)
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -270,19 +236,28 @@ class ControlServer:
                 sock,
                 f"{addr[0]}:{addr[1]}",
                 auth.new_nonce(),
-                time.monotonic() + self._auth_timeout,
                 wire.FrameDecoder(wire.MAX_UNAUTHENTICATED_FRAME),
             )
+            conn.handshake_timer = self._loop.call_later(
+                self._auth_timeout, lambda conn=conn: self._expire_handshake(conn)
+            )
             self._connections.add(conn)
-            self._selector.register(sock, selectors.EVENT_READ, conn)
+            self._loop.add_reader(sock, lambda _fd, conn=conn: self._on_readable(conn))
             self._send(conn, {"op": protocol.CHALLENGE, "nonce": conn.nonce, "jobid": self.jobid})
 
-    def _expire_handshakes(self) -> None:
-        now = time.monotonic()
-        for conn in [c for c in self._connections if c.rank is None and c.deadline <= now]:
+    def _expire_handshake(self, conn: _Connection) -> None:
+        if conn.rank is None and not conn.closed:
             self._refuse(
                 conn, f"did not authenticate within {self._auth_timeout:g} s", tell_peer=False
             )
+
+    def _on_readable(self, conn: _Connection) -> None:
+        if not conn.closed:
+            self._read(conn)
+
+    def _on_writable(self, conn: _Connection) -> None:
+        if not conn.closed:
+            self._flush(conn)
 
     def _read(self, conn: _Connection) -> None:
         try:
@@ -336,6 +311,8 @@ class ControlServer:
             self._refuse(conn, f"claimed rank {rank}, which already connected")
             return
         conn.rank = rank
+        if conn.handshake_timer is not None:
+            conn.handshake_timer.cancel()
         conn.decoder.limit = wire.MAX_FRAME
         self._by_rank[rank] = conn
         self._send(conn, {"op": protocol.WELCOME})
@@ -476,8 +453,10 @@ class ControlServer:
         except OSError as error:
             self._drop(conn, f"connection error: {error}")
             return
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbox else 0)
-        self._selector.modify(conn.sock, events, conn)
+        if conn.outbox:
+            self._loop.add_writer(conn.sock, lambda _fd, conn=conn: self._on_writable(conn))
+        else:
+            self._loop.remove_writer(conn.sock)
 
     def _drop(self, conn: _Connection, reason: str) -> None:
         """The peer went away (or broke the connection)."""
@@ -500,9 +479,11 @@ class ControlServer:
             with contextlib.suppress(OSError):
                 conn.sock.send(conn.outbox)
         conn.closed = True
+        if conn.handshake_timer is not None:
+            conn.handshake_timer.cancel()
         self._connections.discard(conn)
-        with contextlib.suppress(KeyError, ValueError):
-            self._selector.unregister(conn.sock)
+        self._loop.remove_reader(conn.sock)
+        self._loop.remove_writer(conn.sock)
         with contextlib.suppress(OSError):
             conn.sock.close()
         if conn.rank is not None and self._by_rank.get(conn.rank) is conn:

@@ -1,7 +1,10 @@
 """Running a planned job: launch every rank, watch it, tear the job down, report.
 
 The :class:`JobRunner` owns the job from the first fork to the removal of its session
-directory.  It runs one event loop in the main thread (see :mod:`.loop`) and reacts to:
+directory.  It runs one event loop (:class:`ompy.opal.eventloop.EventLoop`) in the main thread:
+everything it waits for is a readable descriptor (the ranks' output pipes, registered by the iof
+module; one pidfd per rank; the loop's wake-up pipe, written by the control server's thread
+and by the signal machinery), so any number of ranks costs no thread.  It reacts to:
 
 * a rank's exit (its pidfd becomes readable): asked to errmgr, which may declare the job failed;
 * control-plane events (connect, finalize, abort, uncaught exception), posted by the control
@@ -33,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ompy.opal.eventloop import EventLoop
+
 from .errors import LaunchError
-from .loop import EventLoop
 from .plan import Plan
 from .report import Reporter
 from .session import Session, new_jobid, sweep_stale
@@ -108,6 +112,7 @@ class JobRunner:
         self.abort_timeout = float(registry.get("orte_abort_timeout"))
         self.stack_timeout = float(registry.get("orte_stack_timeout"))
         self.drain_timeout = float(registry.get("orte_drain_timeout"))
+        self.connect_timeout = float(registry.get("orte_connect_timeout"))
         self._iof = iof
         self._loop = EventLoop()
         self._events: collections.deque = collections.deque()
@@ -141,7 +146,13 @@ class JobRunner:
         iof = self._iof
         try:
             secret = secrets.token_bytes(32)
-            server = ControlServer(self.jobid, self.size, secret, self._on_control_event)
+            server = ControlServer(
+                self.jobid,
+                self.size,
+                secret,
+                self._on_control_event,
+                auth_timeout=self.connect_timeout,
+            )
             self._server = server
             server.start()
             self.reporter.note(

@@ -21,12 +21,13 @@ whatever children remain and exits.
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import socket
 import sys
 import traceback
 from typing import Any, NoReturn
+
+from ompy.opal.eventloop import EventLoop
 
 from . import wire
 from .deathsig import die_with_parent, load_prctl
@@ -34,7 +35,10 @@ from .pycommand import PythonCommand
 
 
 class ForkServer:
-    """The server's state: the launcher connection, the signal pipe, the live children."""
+    """The server's state: the launcher connection, the event loop, the live children.
+
+    The loop watches the connection, and catches signals: SIGCHLD wakes it to reap.
+    """
 
     def __init__(self, connection: socket.socket) -> None:
         self.connection = connection
@@ -42,32 +46,28 @@ class ForkServer:
         self.prctl = load_prctl()
         #: pid of each live child -> the write end of its status pipe.
         self.children: dict[int, int] = {}
-        self._selector: selectors.BaseSelector | None = None
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        signal.set_wakeup_fd(self._wake_w)
+        self._loop = EventLoop()
+        self._loop.catch_signals()
         signal.signal(signal.SIGCHLD, _ignore)
+        self._hung_up = False
 
     def serve(self) -> None:
         """Answer spawn requests and report exits until the launcher hangs up."""
-        selector = self._selector = selectors.DefaultSelector()
-        selector.register(self.connection, selectors.EVENT_READ)
-        selector.register(self._wake_r, selectors.EVENT_READ)
+        self._loop.add_reader(self.connection, self._on_request)
         try:
-            while True:
-                for key, _events in selector.select():
-                    if key.fileobj is self.connection:
-                        received = wire.receive(self.connection)
-                        if received is None:
-                            return
-                        self._handle(*received)
-                    else:
-                        _drain(self._wake_r)
+            while not self._hung_up:
+                self._loop.run_once()
                 self._reap()
         finally:
-            selector.close()
+            self._loop.close()
             self._kill_children()
+
+    def _on_request(self, _fd: int) -> None:
+        received = wire.receive(self.connection)
+        if received is None:
+            self._hung_up = True
+            return
+        self._handle(*received)
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -105,12 +105,11 @@ class ForkServer:
         try:
             os.setsid()
             die_with_parent(self.pid, self.prctl)
-            signal.set_wakeup_fd(-1)
+            self._loop.close()  # the child's copies of the loop's descriptors
+            signal.set_wakeup_fd(-1)  # as in a fresh interpreter
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             self.connection.close()
-            if self._selector is not None:
-                self._selector.close()
-            for fd in (self._wake_r, self._wake_w, status, *self.children.values()):
+            for fd in (status, *self.children.values()):
                 os.close(fd)
             for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
                 os.dup2(fd, target)
@@ -178,15 +177,7 @@ def _adapt_std_streams() -> None:
 
 
 def _ignore(_signum: int, _frame: object) -> None:
-    """SIGCHLD only needs to wake the loop, which the wakeup descriptor does."""
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
+    """SIGCHLD only needs to wake the loop, which the loop's wake-up descriptor does."""
 
 
 class _suppress_all:  # noqa: N801 - used like contextlib.suppress
@@ -210,8 +201,12 @@ def serve_on(fd: int) -> NoReturn:
     from ompy.orte.launcher.preload import run_preloads
 
     failures = run_preloads()
-    for failure in failures:
-        print(f"ompy run: fork server: preloading {failure}", file=sys.stderr, flush=True)
+    if failures:
+        from ompy.opal import output
+
+        log = output.get_logger("orte")
+        for failure in failures:
+            log.warning("fork server: preloading %s", failure)
     server = ForkServer(connection)
     try:
         wire.send(connection, ("ready", os.getpid()))
