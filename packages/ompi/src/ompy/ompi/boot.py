@@ -68,9 +68,11 @@ def start(thread_level: int) -> Instance:
         procs = _procs_from_modex(identity, modex, Proc)
     me = procs[identity.rank]
     registry = param_registry()
-    engine = ProgressEngine.from_params(registry)
+    engine = ProgressEngine.from_params(registry, oversubscribed=identity.oversubscribed)
     secret = identity.secret if identity.secret is not None else os.urandom(32)
-    btl_context = BtlContext(proc=me, modex=modex, secret=secret, progress=engine)
+    btl_context = BtlContext(
+        proc=me, modex=modex, secret=secret, progress=engine, local_size=identity.local_size
+    )
     framework = open_framework(pml_framework, registry)
     context = PmlContext(proc=me, procs=procs, btl_context=btl_context, registry=registry)
     _component, offer = framework.select_one(context)

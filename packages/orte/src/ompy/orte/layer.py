@@ -32,6 +32,17 @@ def register_params(registry: Registry) -> None:
         scope=scope,
     )
     registry.register(
+        "orte_connect_timeout",
+        ParamType.FLOAT,
+        10.0,
+        "Seconds a rank may take to connect to ompy run's control server and prove it knows "
+        "the job secret: ompy run drops a connection that takes longer and the rank gives up "
+        "(raise it on heavily oversubscribed or loaded nodes)",
+        level=6,
+        minimum=0.001,
+        scope=scope,
+    )
+    registry.register(
         "orte_drain_timeout",
         ParamType.FLOAT,
         2.0,

@@ -38,7 +38,9 @@ from typing import Any, NoReturn
 
 import msgpack
 
+from ompy.opal import output
 from ompy.orte.control import ControlClient, ControlError, ModexStore, protocol
+from ompy.orte.control.client import DEFAULT_CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ompy.orte.mca.ess import Identity
 from ompy.orte.mca.ess.base import select_module
 
@@ -46,6 +48,8 @@ from ompy.orte.mca.ess.base import select_module
 LOST_EXIT_CODE = 69
 #: How long life-cycle messages (abort, finalize, exception) may wait for the launcher.
 LIFECYCLE_TIMEOUT = 10.0
+
+_log = output.get_logger("orte")
 
 
 class Modex:
@@ -141,7 +145,7 @@ class Runtime:
     get the process's runtime, with the hooks installed.
     """
 
-    def __init__(self, identity: Identity) -> None:
+    def __init__(self, identity: Identity, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
         self.identity = identity
         self.pid = os.getpid()
         self._finalized = False
@@ -162,6 +166,7 @@ class Runtime:
             host=socket.gethostname(),
             on_lost=self._on_lost,
             on_terminate=self._on_terminate,
+            timeout=connect_timeout,
         )
         self.modex = Modex(identity.rank, _RemoteBackend(self._client))
 
@@ -182,7 +187,7 @@ class Runtime:
                     protocol.ABORT, timeout=LIFECYCLE_TIMEOUT, code=code, message=str(message)
                 )
         else:
-            print(f"ompy: singleton aborted with code {code}: {message}", file=sys.stderr)
+            _log.error("singleton aborted with code %d: %s", code, message)
             shutil.rmtree(self.identity.session_dir, ignore_errors=True)  # no atexit after _exit
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -243,26 +248,35 @@ class Runtime:
 
     def _on_lost(self, reason: str) -> None:
         with contextlib.suppress(Exception):
-            print(
-                f"ompy: rank {self.identity.rank} of job {self.identity.jobid}: {reason}; exiting",
-                file=sys.stderr,
-                flush=True,
+            _log.error(
+                "rank %d of job %s: %s; exiting", self.identity.rank, self.identity.jobid, reason
             )
         os._exit(LOST_EXIT_CODE)
 
     def _on_terminate(self, reason: str) -> None:
         with contextlib.suppress(Exception):
-            print(
-                f"ompy: rank {self.identity.rank} of job {self.identity.jobid}: terminated by "
-                f"the launcher{': ' + reason if reason else ''}",
-                file=sys.stderr,
-                flush=True,
+            _log.warning(
+                "rank %d of job %s: terminated by the launcher%s",
+                self.identity.rank,
+                self.identity.jobid,
+                ": " + reason if reason else "",
             )
         os.kill(os.getpid(), signal.SIGTERM)
 
 
 _runtime: Runtime | None = None
 _init_lock = threading.Lock()
+
+
+def _connect_timeout() -> float:
+    """``orte_connect_timeout`` from the process's parameters (the launcher passes ``--mca``)."""
+    from ompy.opal.mca.params import registry
+
+    from .layer import register_params
+
+    params = registry()
+    register_params(params)
+    return params.get("orte_connect_timeout")
 
 
 def init(environ: Mapping[str, str] | None = None) -> Runtime:
@@ -284,7 +298,8 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
         identity = module.identity()
         if identity.singleton:
             os.makedirs(identity.session_dir, mode=0o700, exist_ok=True)
-        runtime = Runtime(identity)
+        runtime = Runtime(identity, connect_timeout=_connect_timeout())
+        output.name_process(f"rank {identity.rank}")
         if not identity.singleton:
             sys.excepthook = runtime._excepthook
         atexit.register(runtime._at_exit)

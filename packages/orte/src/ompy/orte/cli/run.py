@@ -1,7 +1,9 @@
 """``ompy run``: start a parallel job, like Open MPI's ``mpirun``.
 
 Only click and the launcher's option record are imported at start-up; everything else loads
-when the job is planned, so ``ompy run`` starts as fast as the ranks allow.
+when the job is planned, so ``ompy run`` starts as fast as the ranks allow.  The options'
+spellings and arity come from :mod:`.run_options`, which the fork server's early scanner reads
+too; here each option gets its type, default and help.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 import click
 
 from ompy.orte.launcher.plan import RunOptions
+
+from .run_options import BY_DEST
 
 EPILOG = """\b
 Exit codes: 0 when every rank exited with 0; otherwise the code of the first
@@ -34,6 +38,20 @@ the other ranks read /dev/null.
 """
 
 
+def option(dest: str, **settings):
+    """The click option of ``ompy run`` that fills ``dest``, spelled as :mod:`.run_options` says."""
+    declared = BY_DEST[dest]
+    if declared.negations:  # an on/off flag: click spells it "--on/--off"
+        names = [f"{on}/{off}" for on, off in zip(declared.names, declared.negations, strict=True)]
+    else:
+        names = list(declared.names)
+    if declared.values == 0 and not declared.negations:
+        settings["is_flag"] = True
+    elif declared.values == 2:
+        settings["nargs"] = 2
+    return click.option(*names, dest, **settings)
+
+
 @click.command(
     context_settings={
         "allow_interspersed_args": False,
@@ -41,77 +59,70 @@ the other ranks read /dev/null.
     },
     epilog=EPILOG,
 )
-@click.option(
-    "-n",
-    "-np",
-    "--np",
+@option(
     "np",
     type=click.IntRange(min=1),
     metavar="N",
     help="Number of ranks (default: the number of slots, e.g. one per core).",
 )
-@click.option(
-    "--host",
+@option(
     "hosts",
     multiple=True,
     metavar="HOST[:SLOTS],...",
     help="Hosts to run on, with their slot counts (e.g. localhost:4). Repeatable.",
 )
-@click.option(
-    "--hostfile",
+@option(
+    "hostfile",
     type=click.Path(path_type=Path, dir_okay=False),
     metavar="FILE",
     help="A file of hosts, one per line: 'name [slots=N]', '#' comments.",
 )
-@click.option(
-    "--map-by",
+@option(
+    "map_by",
     type=click.Choice(["slot", "node"]),
     default="slot",
     show_default=True,
     help="Fill each host's slots before the next (slot) or deal ranks round-robin (node).",
 )
-@click.option(
-    "--oversubscribe/--no-oversubscribe",
+@option(
+    "oversubscribe",
     default=None,
     help="Allow more ranks than slots without the warning / make it an error.",
 )
-@click.option(
-    "--mca",
-    nargs=2,
+@option(
+    "mca",
     multiple=True,
     metavar="NAME VALUE",
     help="Set an MCA parameter in the launcher and every rank. Repeatable.",
 )
-@click.option(
-    "-x",
+@option(
     "exports",
     multiple=True,
     metavar="VAR[=VALUE]",
     help="Export an environment variable to the ranks (with a value, or the current one).",
 )
-@click.option("--tag-output", is_flag=True, help="Prefix each line with [jobid,rank]<stream>:.")
-@click.option("--timestamp-output", is_flag=True, help="Prefix each line with its time.")
-@click.option(
-    "--output-filename",
+@option("tag_output", help="Prefix each line with [jobid,rank]<stream>:.")
+@option("timestamp_output", help="Prefix each line with its time.")
+@option(
     "output_dir",
     type=click.Path(path_type=Path, file_okay=False),
     metavar="DIR",
     help="Write each rank's output to DIR/1/rank.N/{stdout,stderr}.",
 )
-@click.option(
-    "--wdir",
+@option(
+    "wdir",
     type=click.Path(path_type=Path),
     metavar="DIR",
     help="Working directory of the ranks (default: the current one).",
 )
-@click.option(
-    "--timeout",
+@option(
+    "timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
     help="Print every rank's stack and end the job (exit 124) after this long.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Suppress warnings (errors still show).")
-@click.option("--verbose", is_flag=True, help="Explain what the launcher does.")
+@option("quiet", help="Suppress warnings (errors still show).")
+@option("verbose", help="Explain what the launcher does.")
 @click.argument("program", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(program: tuple[str, ...], **options) -> None:
     """Run PROGRAM [ARGS...] as a parallel job.

@@ -5,7 +5,8 @@ selection) before its plm component decides how to start ranks; the fork server 
 half a second to import what the ranks need.  Both are mostly imports, so on a machine with
 two cores they can run side by side: the ``ompy`` executable (:mod:`ompy.orte.cli.entry`)
 calls :func:`start_early` first.  It reads ``ompy run``'s command line with a small scanner
-of its own (click is not imported yet) and, if the program qualifies, starts the server.
+(click is not imported yet) that knows the options from the table the click command is built
+from (:mod:`ompy.orte.cli.run_options`), and, if the program qualifies, starts the server.
 
 This is a guess made before anything is checked: the plm component later adopts the server
 with :func:`take_early` only if it runs exactly the job's interpreter, options, program,
@@ -20,37 +21,15 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ompy.orte.cli.run_options import BY_SPELLING, RUN_OPTIONS
+
 from .client import ForkServerClient, environment_fits
 from .pycommand import PythonCommand, classify
 
-#: ``ompy run`` options that take one value, and those that take none (see ``cli/run.py``;
-#: a test keeps these tables equal to the click command's).
-VALUE_OPTIONS = frozenset(
-    {
-        "-n",
-        "-np",
-        "--np",
-        "--host",
-        "--hostfile",
-        "--map-by",
-        "-x",
-        "--output-filename",
-        "--wdir",
-        "--timeout",
-    }
+#: Short options that take a value, which may be attached (``-n2``, ``-xVAR``).
+_ATTACHED = frozenset(
+    name for option in RUN_OPTIONS if option.values == 1 for name in option.names if len(name) == 2
 )
-FLAG_OPTIONS = frozenset(
-    {
-        "--oversubscribe",
-        "--no-oversubscribe",
-        "--tag-output",
-        "--timestamp-output",
-        "-q",
-        "--quiet",
-        "--verbose",
-    }
-)
-PAIR_OPTIONS = frozenset({"--mca"})
 #: The plm parameter that turns the fork server off; an explicit "off" means no guess.
 SWITCH = "plm_local_fork_server"
 _OFF = frozenset({"0", "false", "no", "off"})
@@ -80,30 +59,31 @@ def scan_run(words: Sequence[str], environ: Mapping[str, str]) -> Guess | None:
         if not word.startswith("-") or word == "-":
             break
         name, equals, attached = word.partition("=")
-        if word in FLAG_OPTIONS:
+        option = BY_SPELLING.get(word)
+        if option is not None and option.values == 0:
             index += 1
             continue
-        if word in PAIR_OPTIONS:
+        if option is not None and option.values == 2:
             if index + 2 >= len(words):
                 return None
             parameter, value = words[index + 1], words[index + 2]
-            if parameter == SWITCH and value.lower() in _OFF:
+            if option.dest == "mca" and parameter == SWITCH and value.lower() in _OFF:
                 return None
             index += 3
             continue
-        if word in VALUE_OPTIONS:
+        if option is not None:
             if index + 1 >= len(words):
                 return None
-            option, value, index = word, words[index + 1], index + 2
-        elif equals and name.startswith("--") and name in VALUE_OPTIONS:
-            option, value, index = name, attached, index + 1
-        elif word[:2] in ("-n", "-x") and len(word) > 2:
-            option, value, index = word[:2], word[2:], index + 1
+            value, index = words[index + 1], index + 2
+        elif equals and name.startswith("--") and _takes_one_value(name):
+            option, value, index = BY_SPELLING[name], attached, index + 1
+        elif word[:2] in _ATTACHED and len(word) > 2:
+            option, value, index = BY_SPELLING[word[:2]], word[2:], index + 1
         else:
             return None
-        if option == "-x":
+        if option.dest == "exports":
             exports.append(value)
-        elif option == "--wdir":
+        elif option.dest == "wdir":
             wdir = value
     program = tuple(words[index:])
     if not program or str(environ.get(f"OMPY_MCA_{SWITCH}", "")).lower() in _OFF:
@@ -127,6 +107,11 @@ def scan_run(words: Sequence[str], environ: Mapping[str, str]) -> Guess | None:
     except LaunchError:
         return None
     return Guess(argv, cwd, env)
+
+
+def _takes_one_value(spelling: str) -> bool:
+    option = BY_SPELLING.get(spelling)
+    return option is not None and option.values == 1
 
 
 def start_early(
