@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
 from .constants import CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
-from .handle import Handle
+from .handle import Handle, predefine
 
 if TYPE_CHECKING:
     from .api.session import Session
@@ -61,13 +61,7 @@ class Group(Handle, referent="_members"):
 
     __slots__ = ("_members",)
 
-    def __init__(self, group: Group | None = None) -> None:
-        if group is None:
-            self._members: Members | None = None
-        elif isinstance(group, Group):
-            self._members = group._members
-        else:
-            raise TypeError(f"Group() takes a Group to refer to, not {type(group).__name__}")
+    _members: Members | None
 
     @classmethod
     def from_procs(
@@ -96,7 +90,13 @@ class Group(Handle, referent="_members"):
         group._members = members
         return group
 
-    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
+    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
+
+    def _instance_for_handles(self) -> Any:
+        members = self._members
+        if members is not None and members.instance is not None:
+            return members.instance
+        return super()._instance_for_handles()
 
     def __repr__(self) -> str:
         if self._members is None:
@@ -245,6 +245,9 @@ class Group(Handle, referent="_members"):
             raise MPIException(ERR_GROUP, "GROUP_EMPTY is predefined and cannot be freed")
         self._members = None
 
+    def _free(self) -> None:
+        self.Free()
+
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -320,10 +323,10 @@ def _expand_ranges(triplets: Iterable, operation: str) -> list[int]:
 
 _EMPTY: Final = Members((), None, predefined=True)
 
+#: The null group handle (registered first: null handles pickle as it).
+GROUP_NULL: Final = predefine(Group(), "GROUP_NULL", 0)
 #: The group without members.
-GROUP_EMPTY: Final = Group._of(_EMPTY)
-#: The null group handle.
-GROUP_NULL: Final = Group()
+GROUP_EMPTY: Final = predefine(Group._of(_EMPTY), "GROUP_EMPTY", 1)
 
 
 def _world_group() -> Group:

@@ -30,6 +30,7 @@ from ..errors import ERR_ARG, ERR_OTHER
 from ..errors import Exception as MPIException
 from ..instance import Instance, acquire, adopt, current, release, world_state
 from . import rc
+from .attributes import delete_attributes, install_predefined
 from .comm import COMM_SELF, COMM_WORLD
 from .communicator import Communicator
 from .internal import barrier
@@ -91,6 +92,7 @@ def _install(instance: Instance) -> None:
     world = Communicator.create(
         instance, 0, tuple(range(instance.world_size)), "MPI_COMM_WORLD", predefined=True
     )
+    install_predefined(world)
     self_comm = Communicator.create(
         instance, 1, (instance.world_rank,), "MPI_COMM_SELF", predefined=True
     )
@@ -134,6 +136,11 @@ def Finalize() -> None:
         raise MPIException(ERR_OTHER, f"Finalize: MPI is {what}")
     instance = current("Finalize")
     world, self_comm = COMM_WORLD._c, COMM_SELF._c
+    # MPI's rule: first the equivalent of freeing COMM_SELF (its attributes' delete callbacks,
+    # the last set first), before anything else is torn down; then COMM_WORLD's attributes.
+    for communicator in (self_comm, world):
+        if communicator is not None:
+            delete_attributes(communicator)
     instance.engine.wait_until(lambda: instance.bsend.pending == 0)
     if world is not None and world.size > 1:
         barrier(world)
