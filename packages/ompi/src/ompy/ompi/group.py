@@ -74,7 +74,7 @@ class Group(Handle, referent="_members"):
         """
         procs = tuple(procs)
         if not procs:
-            return GROUP_EMPTY
+            return cls._of(_EMPTY)  # a new handle to the empty group, as MPI's calls give
         return cls._of(Members(procs, local, instance=instance))
 
     @classmethod
@@ -236,12 +236,13 @@ class Group(Handle, referent="_members"):
         """Duplicate a group."""
         members = self.members
         if not members.procs:
-            return GROUP_EMPTY
+            return type(self)._of(_EMPTY)
         return type(self)._of(Members(members.procs, members.local, instance=members.instance))
 
     def Free(self) -> None:
         """Free a group."""
-        if self.members.predefined:
+        self.members  # noqa: B018  (GROUP_NULL: an error)
+        if self._constant():
             raise MPIException(ERR_GROUP, "GROUP_EMPTY is predefined and cannot be freed")
         self._members = None
 
@@ -260,7 +261,7 @@ def _checked(group: object, operation: str) -> Group:
 
 def _derived(cls: type[Group], procs: tuple, *sources: Members) -> Group:
     if not procs:
-        return GROUP_EMPTY
+        return cls._of(_EMPTY)
     local = next((s.local for s in sources if s.local is not None), None)
     instance = next((s.instance for s in sources if s.instance is not None), None)
     return cls._of(Members(procs, local, instance=instance))

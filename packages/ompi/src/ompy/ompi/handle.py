@@ -19,10 +19,10 @@ same object, and ``free()`` leaves it alone.  Another handle to a predefined obj
 new handle of its own class referring to it (mpi4py's ``__newobj__`` form); a handle to a user
 object cannot travel and pickling it raises ``ValueError``.
 
-Integer handles (``handle``, ``toint()``, ``py2f()``) of user objects are numbered by the
-process's instance on first use (:class:`HandleTable`); ``fromhandle``/``fromint``/``f2py`` give
-a new handle to the object numbered so.  The table holds its objects weakly, so it stays as
-large as the set of live numbered objects.
+Integer handles (``handle``, ``toint()``, ``py2f()``) of user objects are numbered on first use
+by the process's (default) instance (:class:`HandleTable`), so that ``fromhandle``/``fromint``/
+``f2py``, which have no object to ask, find them there; they give a new handle to the object.
+The table holds its objects weakly, so it stays as large as the set of live numbered objects.
 """
 
 from __future__ import annotations
@@ -136,7 +136,8 @@ class Handle:
     # -- integer handles -------------------------------------------------------------------------
 
     def _instance_for_handles(self) -> Any:
-        """The instance whose table numbers this handle's object (default: the process's)."""
+        """The instance this handle's object belongs to, when the process has no default one
+        (a loopback rank in a test); the process's instance otherwise."""
         from .instance import current  # the instance module builds on handles
 
         return current(f"{type(self).__name__}.handle")
@@ -147,7 +148,10 @@ class Handle:
         named = self._predefined_of()
         if named is not None:
             return named[2]
-        table: HandleTable = self._instance_for_handles().handles
+        from .instance import default  # the instance module builds on handles
+
+        instance = default() or self._instance_for_handles()
+        table: HandleTable = instance.handles
         return table.number(self, self._referent())
 
     @classmethod
