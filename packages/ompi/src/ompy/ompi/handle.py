@@ -50,8 +50,12 @@ class Handle:
     _predefined: ClassVar[list[tuple[str, Handle, int]]]
     _predefined_numbers: ClassVar[dict[int, Handle]]
 
+    #: The slots a handle of this class has (computed once per class: construction is hot).
+    _handle_slots: ClassVar[tuple[str, ...]] = ()
+
     def __init_subclass__(cls, *, referent: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls._handle_slots = tuple(_slots(cls))
         if referent is not None:
             cls._handle_root = cls
             cls._referent_slot = referent
@@ -64,10 +68,10 @@ class Handle:
     def __new__(cls, obj: Handle | None = None) -> Self:
         handle = object.__new__(cls)
         if obj is None:
-            for slot in _slots(cls):
+            for slot in cls._handle_slots:
                 object.__setattr__(handle, slot, None)
         elif isinstance(obj, cls._handle_root):
-            for slot in _slots(cls):
+            for slot in cls._handle_slots:
                 object.__setattr__(handle, slot, getattr(obj, slot, None))
         else:
             root = cls._handle_root.__name__
@@ -214,7 +218,7 @@ class Handle:
         if self._constant() or not self:
             return
         if self._predefined_of() is not None:  # another handle to a predefined object
-            for slot in _slots(type(self)):
+            for slot in self._handle_slots:
                 object.__setattr__(self, slot, None)
             return
         self._free()
@@ -298,7 +302,7 @@ class HandleTable:
             self._next += 1
             forget = self._forgetter(number, key)
             entry: weakref.ref[Any] | None = None
-            if len(_slots(type(handle))) == 1:  # the object alone makes a handle again
+            if len(handle._handle_slots) == 1:  # the object alone makes a handle again
                 try:
                     entry = weakref.ref(referent, forget)
                 except TypeError:  # not weakly referenceable

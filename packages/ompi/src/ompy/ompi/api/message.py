@@ -35,7 +35,7 @@ class Message(Handle, referent="_message"):
 
     @classmethod
     def _of(cls, message: Any, comm: Communicator | None) -> Message:
-        handle = cls.__new__(cls)
+        handle = object.__new__(cls)  # not Handle.__new__: every matched probe makes one
         handle._message = message
         handle._comm = comm
         return handle

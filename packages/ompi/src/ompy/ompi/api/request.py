@@ -34,7 +34,8 @@ class Request(Handle, referent="_core"):
 
     @classmethod
     def _of(cls, core: Any, comm: Communicator) -> Request:
-        request = cls.__new__(cls)
+        # object.__new__, not Handle.__new__: every send and receive makes one (hot path).
+        request = object.__new__(cls)
         request._core = core
         request._comm = comm
         return request
@@ -302,7 +303,7 @@ class Prequest(Request):
 
     @classmethod
     def _persistent(cls, starter: Starter, comm: Communicator) -> Prequest:
-        request = cls.__new__(cls)
+        request = object.__new__(cls)
         request._core = None
         request._comm = comm
         request._starter = starter
