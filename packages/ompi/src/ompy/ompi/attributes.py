@@ -296,9 +296,11 @@ class AttributeSet:
 
         A failing ``delete_fn`` is reported on stderr and the others still run.
         """
-        while self._items:
-            number = next(reversed(self._items))
-            keyval, value = self._items.pop(number)
+        while True:
+            try:
+                _, (keyval, value) = self._items.popitem()  # the last inserted: one step
+            except KeyError:
+                return
             if table is not None:
                 table.release(keyval)
             error = _run_delete(keyval, value, handles)

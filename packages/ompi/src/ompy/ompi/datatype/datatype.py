@@ -47,6 +47,8 @@ class Layout:
     key: str = ""
     #: The attributes cached on the datatype (``Datatype.Set_attr``).
     attributes: AttributeSet = attrs.field(factory=AttributeSet, repr=False)
+    #: The predefined datatype this one duplicates (``Dup``), by which it pickles.
+    dup_of: Datatype | None = attrs.field(default=None, repr=False)
 
     @property
     def extent(self) -> int:
@@ -93,6 +95,17 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
         if self._layout is None:
             return "<Datatype DATATYPE_NULL>"
         return f"<Datatype {self.Get_name() or 'unnamed'}>"
+
+    def _predefined_handle(self) -> Datatype | None:
+        named = self._predefined_of()
+        return named[1] if named is not None else None  # type: ignore[return-value]
+
+    def _reduce_user(self) -> tuple[Any, ...]:
+        """A duplicate of a predefined datatype travels as one (mpi4py's combiner form)."""
+        layout = self._layout
+        if layout is None or layout.dup_of is None:
+            return super()._reduce_user()  # type: ignore[return-value]
+        return (_duplicate, (layout.dup_of,))
 
     # -- attributes (the methods come from CachesAttributes) ---------------------------------
 
@@ -236,7 +249,10 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
         """Duplicate a datatype (its attributes go through their copy callbacks)."""
         layout = self.layout
         name = f"Dup {layout.name}"[: MAX_NAME - 1]
-        copy = attrs.evolve(layout, name=name, predefined=False, key="", attributes=AttributeSet())
+        base = layout.dup_of if layout.dup_of is not None else self._predefined_handle()
+        copy = attrs.evolve(
+            layout, name=name, predefined=False, key="", attributes=AttributeSet(), dup_of=base
+        )
         if layout.attributes:
             table = process_keyvals()
             try:
@@ -287,6 +303,11 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
             rest -= basic
             elements += 1
         return elements
+
+
+def _duplicate(datatype: Datatype) -> Datatype:
+    """A new duplicate of ``datatype`` (what a pickled duplicate becomes)."""
+    return datatype.Dup()
 
 
 def _callback_handle(layout: Layout) -> tuple[Any, Any]:
