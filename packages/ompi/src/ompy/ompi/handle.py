@@ -281,7 +281,9 @@ class HandleTable:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a garbage collection inside ``number`` may run a weak reference's
+        # callback (``forget``) in the same thread while the lock is held.
+        self._lock = threading.RLock()
         self._next = FIRST_USER_HANDLE
         #: number -> (handle class root, weak reference to the object or to a handle of it).
         self._entries: dict[int, tuple[type, weakref.ref[Any]]] = {}
