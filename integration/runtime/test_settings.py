@@ -41,3 +41,14 @@ def test_selecting_a_component_that_is_not_installed_is_one_paragraph(ompy):
     (line,) = result.stderr.splitlines()
     assert "no btl component named 'openib' is installed" in line
     assert "Traceback" not in result.stderr
+
+
+def test_a_component_that_cannot_run_is_reported_without_a_traceback(ompy):
+    """Decided in the ranks (which interfaces exist), so the first rank's message is the report."""
+    result = launch(ompy, "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "eth9")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    report = [line for line in result.stderr.splitlines() if line.startswith("[rank ")]
+    (line,) = report
+    assert "NoComponentError: no pml component is able to run here" in line
+    assert "btl_tcp_if_include entry 'eth9' matches no interface" in line

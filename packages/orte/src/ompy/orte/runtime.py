@@ -229,7 +229,15 @@ class Runtime:
         # The launcher prints a reported traceback once, tagged with the rank, and only for the
         # rank that failed first; printing it here too would show every rank's consequential
         # errors (peers failing their next fence) as well.
-        text = "".join(traceback.format_exception(kind, value, tb))
+        from ompy.opal.mca import MCAError
+        from ompy.opal.mca.params import ParamError
+
+        if isinstance(value, (MCAError, ParamError)):
+            # A configuration the user must fix (a component that cannot run, a bad value):
+            # the message says what and where; the frames of the selection code would not.
+            text = f"{kind.__name__}: {value}\n"
+        else:
+            text = "".join(traceback.format_exception(kind, value, tb))
         try:
             delivered = self.report_exception(text)
         except Exception:  # reporting must never hide the original error
