@@ -152,8 +152,9 @@ class BsendPool:
         if self._view is None:
             raise MPIException(
                 ERR_BUFFER,
-                f"{call}: no buffer is attached for buffered sends; call "
-                f"MPI.Attach_buffer(bytearray(size)) with room for each message plus "
+                f"{call}: no buffer is attached for buffered sends (to the communicator, its "
+                f"session or the process); call MPI.Attach_buffer(bytearray(size)) or "
+                f"comm.Attach_buffer(...) with room for each message plus "
                 f"MPI.BSEND_OVERHEAD ({BSEND_OVERHEAD}) bytes",
             )
         need = nbytes + BSEND_OVERHEAD
