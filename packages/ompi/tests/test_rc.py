@@ -25,8 +25,9 @@ DEFAULTS = {
 
 @pytest.fixture
 def rc():
-    """``ompy.rc`` with its options put back afterwards (it is process-wide)."""
+    """``ompy.rc`` at its defaults, with its options put back afterwards (it is process-wide)."""
     saved = {name: getattr(ompy.rc, name) for name in ompy.rc.OPTIONS}
+    ompy.rc(**DEFAULTS)  # other test modules switch initialize off when imported
     yield ompy.rc
     ompy.rc(**saved)
 
