@@ -18,6 +18,7 @@ from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle, predefine
 from ..instance import current, world_state
 from .attributes import CommAttributes, copy_attributes, delete_attributes
+from .buffering import CommBuffering
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
@@ -31,7 +32,7 @@ from .session import hints
 COMM_TYPE_SHARED = 0
 
 
-class Comm(CommAttributes, PointToPoint, Handle, referent="_c"):
+class Comm(CommAttributes, PointToPoint, CommBuffering, Handle, referent="_c"):
     """Communication context."""
 
     __slots__ = ("_c",)
@@ -177,7 +178,9 @@ class Comm(CommAttributes, PointToPoint, Handle, referent="_c"):
         if world_ranks is None:
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))
+        communicator = Communicator.create(parent.instance, cid, world_ranks, name)
+        communicator.session = parent.session
+        return type(self)._of(communicator)
 
     def Dup(self, info: Any = None) -> Self:
         """Duplicate a communicator (its attributes go through their copy callbacks)."""

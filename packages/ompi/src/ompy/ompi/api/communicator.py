@@ -21,6 +21,7 @@ class Communicator:
     __slots__ = (
         "__weakref__",
         "attributes",
+        "bsend",
         "channels",
         "coll",
         "context_id",
@@ -33,6 +34,7 @@ class Communicator:
         "pml_state",
         "predefined",
         "rank",
+        "session",
         "size",
         "tag_ub",
         "world_ranks",
@@ -66,6 +68,11 @@ class Communicator:
         self.coll: Any = None
         #: The attributes cached on this communicator (``Comm.Set_attr``).
         self.attributes = AttributeSet()
+        #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.
+        self.bsend: Any = None
+        #: The session this communicator derives from (None: the world model); its buffer
+        #: serves buffered sends when the communicator has none (:mod:`.buffering`).
+        self.session: Any = None
 
     @classmethod
     def create(
