@@ -260,6 +260,7 @@ def test_special_addresses_behave_as_mpi4py_constants(name, kind, address):
         assert pickle.loads(pickle.dumps(constant, protocol)) is constant
     assert copy.deepcopy(constant) is constant
     assert not isinstance(constant, int)
+    assert MPI.Get_address(constant) == constant
 
 
 def test_handle_base_is_what_every_handle_class_inherits():
