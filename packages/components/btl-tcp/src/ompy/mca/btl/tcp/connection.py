@@ -78,8 +78,13 @@ class Connection:
         self._need = wire.HELLO.size
         self._hello = b""
         self._challenge = b""
-        self.rbuf = bytearray(receive_buffer)
+        # The receive buffer is allocated by open(), once the peer proved the job secret: a
+        # stranger's connection costs a socket and this object, not a quarter of a megabyte.
+        self._receive_buffer = receive_buffer
+        self.rbuf = bytearray(0)
         self.rview = memoryview(self.rbuf)
+        #: When an accepted connection must have finished its handshake (monotonic seconds).
+        self.deadline = 0.0
         self.start = 0
         self.end = 0
         self.big: memoryview | None = None
@@ -145,7 +150,10 @@ class Connection:
         try:
             self._advance(message)
         except (wire.HandshakeError, OSError) as error:
-            self.fail(str(error), handshake=True)
+            refused = (
+                "not an ompy greeting" if self.state == AWAIT_HELLO else "no proof of the secret"
+            )
+            self.fail(str(error), handshake=True, refused=refused)
         return 1
 
     def _advance(self, message: bytes) -> None:
@@ -213,6 +221,9 @@ class Connection:
     def open(self) -> None:
         """The handshake is done: from now on the socket carries frames."""
         self.state = OPEN
+        self.rbuf = bytearray(self._receive_buffer)
+        self.rview = memoryview(self.rbuf)
+        self.module.strangers.pop(self, None)
         self.module.poller.modify(self.fd, READ, self._on_event)
 
     # -- established ------------------------------------------------------------------------
@@ -539,10 +550,13 @@ class Connection:
 
     # -- endings ----------------------------------------------------------------------------
 
-    def fail(self, reason: str, handshake: bool = False) -> None:
-        """The handshake failed or was refused."""
+    def fail(self, reason: str, handshake: bool = False, refused: str = "") -> None:
+        """The handshake failed or was refused (``refused``: what the peer did wrong, for the
+        module's aggregated warning; empty for an ordinary end such as a closed socket)."""
         self.close()
-        self.module.connection_failed(self, BtlPeerError(f"tcp {self.module.name}: {reason}"))
+        self.module.connection_failed(
+            self, BtlPeerError(f"tcp {self.module.name}: {reason}"), refused
+        )
 
     def lost(self, reason: str) -> None:
         """An open connection broke."""
@@ -553,6 +567,7 @@ class Connection:
         if self.state == CLOSED:
             return
         self.state = CLOSED
+        self.module.strangers.pop(self, None)
         self.module.poller.remove(self.fd)
         self.sock.close()
 
