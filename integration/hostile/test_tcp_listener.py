@@ -152,3 +152,14 @@ def test_tcp_listens_only_when_some_peer_may_need_it(ompy, params, listens):
         assert all(ports), ports
     else:
         assert ports == [[], []], f"ranks of a one-node sm job listen on tcp ports {ports}"
+
+
+def test_a_peer_busy_past_the_handshake_deadline_connects_again(ompy):
+    program = Path(__file__).parent / "programs" / "slow_peer.py"
+    # Without coll sm, nothing is sent during MPI_Init: the Isend opens the connection.
+    params = [*TCP, "--mca", "coll", "^sm", "--mca", "btl_tcp_handshake_timeout", "0.3"]
+    result = ompy.run(["-n", "2", *params, sys.executable, str(program), "1.5"], timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert "no handshake within 0.3 s" in result.stderr, "the deadline was never reached"
+    reports = {r["rank"]: r["got"] for r in map(json.loads, result.stdout.splitlines())}
+    assert reports == {0: [0, 2, 4, 6], 1: [0, 1, 2, 3]}, result.stdout

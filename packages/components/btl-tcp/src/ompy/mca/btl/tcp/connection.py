@@ -133,13 +133,18 @@ class Connection:
         except BlockingIOError:
             return 0
         except OSError as error:
-            self.fail(f"connection to {self._who()} failed during the handshake: {error}", True)
+            self.fail(
+                f"connection to {self._who()} failed during the handshake: {error}",
+                handshake=True,
+                retry=True,
+            )
             return 1
         if not chunk:
             self.fail(
                 f"{self._who()} closed the connection during the handshake (a process of "
                 "another job, or one that does not share this job's secret?)",
                 handshake=True,
+                retry=True,
             )
             return 1
         self._handshake += chunk
@@ -153,7 +158,8 @@ class Connection:
             refused = (
                 "not an ompy greeting" if self.state == AWAIT_HELLO else "no proof of the secret"
             )
-            self.fail(str(error), handshake=True, refused=refused)
+            retry = not isinstance(error, wire.HandshakeError)  # the peer hung up on us
+            self.fail(str(error), handshake=True, refused=refused, retry=retry)
         return 1
 
     def _advance(self, message: bytes) -> None:
@@ -550,12 +556,19 @@ class Connection:
 
     # -- endings ----------------------------------------------------------------------------
 
-    def fail(self, reason: str, handshake: bool = False, refused: str = "") -> None:
-        """The handshake failed or was refused (``refused``: what the peer did wrong, for the
-        module's aggregated warning; empty for an ordinary end such as a closed socket)."""
+    def fail(
+        self, reason: str, handshake: bool = False, refused: str = "", retry: bool = False
+    ) -> None:
+        """The handshake failed or was refused.
+
+        ``refused``: what an incoming peer did wrong, for the module's aggregated warning (empty
+        for an ordinary end such as a closed socket).  ``retry``: the peer hung up during the
+        handshake (it may have closed us at its handshake deadline while this process was busy
+        elsewhere), so an outgoing connection may be tried again.
+        """
         self.close()
         self.module.connection_failed(
-            self, BtlPeerError(f"tcp {self.module.name}: {reason}"), refused
+            self, BtlPeerError(f"tcp {self.module.name}: {reason}"), refused, retry
         )
 
     def lost(self, reason: str) -> None:

@@ -75,12 +75,25 @@ FIRST_PAUSE = 0.05
 MAX_PAUSE = 1.0
 #: Connections accepted per readiness event at most, so a flood cannot monopolize progress.
 ACCEPT_BATCH = 64
+#: New attempts of an outgoing connection whose peer hung up during the handshake (its
+#: deadline passed while this process computed, or a flood evicted it) before giving up.
+HANDSHAKE_RETRIES = 3
 
 
 class TcpEndpoint(Endpoint):
     """A peer as one tcp module sees it: where to connect, the connection, the send queue."""
 
-    __slots__ = ("address", "closed", "conn", "error", "gets", "pending", "queue", "waiting")
+    __slots__ = (
+        "address",
+        "closed",
+        "conn",
+        "error",
+        "gets",
+        "pending",
+        "queue",
+        "retries",
+        "waiting",
+    )
 
     def __init__(self, module: TcpBtlModule, proc: Proc, address: tuple[str, int]) -> None:
         super().__init__(module, proc)
@@ -92,6 +105,7 @@ class TcpEndpoint(Endpoint):
         self.error: BaseException | None = None
         self.closed = False  # the peer finalized
         self.gets: dict[int, GetPart] = {}  # our gets from this peer, by get id
+        self.retries = 0  # new attempts after the peer hung up during the handshake
 
 
 class TcpBtlModule(BtlModule[TcpEndpoint]):
@@ -553,6 +567,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
     def outgoing_accepted(self, conn: Connection) -> None:
         endpoint = conn.endpoint
         endpoint.pending = None
+        endpoint.retries = 0
         if endpoint.conn is None:
             endpoint.conn = conn
             endpoint.waiting = False
@@ -568,12 +583,21 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         if endpoint.conn is None:
             endpoint.waiting = True
 
-    def connection_failed(self, conn: Connection, error: BtlPeerError, refused: str = "") -> None:
-        """A handshake failed: an outgoing one makes the peer unreachable; incoming is dropped."""
+    def connection_failed(
+        self, conn: Connection, error: BtlPeerError, refused: str = "", retry: bool = False
+    ) -> None:
+        """A handshake failed: an outgoing one makes the peer unreachable (after up to
+        :data:`HANDSHAKE_RETRIES` new attempts when the peer hung up); incoming is dropped."""
         self.connections.discard(conn)
         endpoint = conn.endpoint
         if conn.outgoing and endpoint is not None and endpoint.pending is conn:
             endpoint.pending = None
+            if retry and endpoint.retries < HANDSHAKE_RETRIES:
+                endpoint.retries += 1
+                if self.component.verbose:
+                    self.component.log.debug("%s; connecting again", error)
+                self._connect(endpoint)
+                return
             self._fail_endpoint(endpoint, error)
         else:
             self.rejected += 1
