@@ -13,7 +13,7 @@ from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import BufferSpec
 from ..errors import SUCCESS
 from ..mca.pml.interface import SendMode
-from ..request import CoreRequest
+from ..completion import CoreRequest
 from ..status import Status
 from .communicator import Communicator
 

@@ -29,7 +29,7 @@ from ..errors import ERR_TRUNCATE
 from ..errors import Exception as MPIException
 from ..instance import Instance, adopt
 from ..mca.pml.interface import PmlModule, SendMode
-from ..request import CoreRequest
+from ..completion import CoreRequest
 from .comm import Intracomm
 from .communicator import Communicator
 

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
-from ompy.ompi.request import CoreRequest
+from ompy.ompi.completion import CoreRequest
 
 from .headers import TYPE_MATCH
 

@@ -32,7 +32,7 @@ from typing import Any, TypeAlias
 
 from ....errors import ERR_OTHER
 from ....errors import Exception as MPIException
-from ....request import CoreRequest
+from ....completion import CoreRequest
 from .tags import claim_tag, next_tag
 
 #: What an algorithm yields: the requests of one round (or a single request).
