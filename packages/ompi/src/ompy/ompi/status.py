@@ -74,6 +74,10 @@ class Status:
         ints[_CANCELLED] = 1 if cancelled else 0
         self._u64[_UCOUNT] = nbytes
 
+    def _copy_from(self, other: Status) -> None:
+        """Take every field of ``other`` (the views on this status stay valid)."""
+        self._raw[:] = other._raw
+
     @property
     def _nbytes(self) -> int:
         return self._u64[_UCOUNT]
