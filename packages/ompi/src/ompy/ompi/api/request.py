@@ -659,12 +659,23 @@ def _active(requests: list[Request]) -> list[int]:
     return [index for index, request in enumerate(requests) if request._core is not None]
 
 
+def _engines(requests: list[Request], active: list[int]) -> list[Any]:
+    """The distinct progress engines of the pending requests (one, but for test worlds with an
+    instance per rank and generalized requests on the default instance)."""
+    engines: list[Any] = []
+    for index in active:
+        request = requests[index]
+        if not request._core.complete:
+            engine = request._comm.engine  # type: ignore[union-attr]
+            if engine not in engines:
+                engines.append(engine)
+    return engines
+
+
 def _progress_unless_done(requests: list[Request], active: list[int]) -> None:
     """One progress pass when any active request is still pending (MPI's tests progress)."""
-    for index in active:
-        if not requests[index]._core.complete:
-            requests[index]._comm.engine.progress()  # type: ignore[union-attr]
-            return
+    for engine in _engines(requests, active):
+        engine.progress()
 
 
 def _wait_any(requests: list[Request]) -> int:
@@ -677,15 +688,18 @@ def _wait_any(requests: list[Request]) -> int:
         if core.complete:
             return index
     found: list[int] = []
+    first, *others = _engines(requests, active)
 
     def any_complete() -> bool:
+        for engine in others:
+            engine.progress()
         for index, core in cores:
             if core.complete:
                 found.append(index)
                 return True
         return False
 
-    requests[active[0]]._comm.engine.wait_until(any_complete)  # type: ignore[union-attr]
+    first.wait_until(any_complete)
     return found[0]
 
 
