@@ -1,10 +1,11 @@
 """Completion records: the state of one operation in flight, shared by every engine.
 
 This is Open MPI's ``ompi_request_t`` (the engine side); the user's handles on it, ``MPI.Request``
-and the waits and tests, are the one request module ``ompy.ompi.api.request``.  Engines (the PML, a collective schedule, a generalized request) create a :class:`CoreRequest`
-subclass, fill in the status fields and call :meth:`CoreRequest.finish` once the operation is
-done.  The public ``MPI.Request`` objects wrap these: waiting is the API layer's loop over the
-progress engine until ``complete`` is true, so the hot path is one attribute read per pass.
+and the waits and tests, are the one request module ``ompy.ompi.api.request``.  Engines (the
+PML, a collective schedule, a generalized request) create a :class:`CoreRequest` subclass, fill
+in the status fields and call :meth:`CoreRequest.finish` once the operation is done.  Waiting is
+the API layer's loop over the progress engine until ``complete`` is true, so the hot path is one
+attribute read per pass.
 """
 
 from __future__ import annotations

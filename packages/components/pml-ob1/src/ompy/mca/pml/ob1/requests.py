@@ -1,6 +1,6 @@
 """ob1's request classes and the message record that matching queues.
 
-:class:`SendRequest` and :class:`RecvRequest` are the :class:`~ompy.ompi.request.CoreRequest`
+:class:`SendRequest` and :class:`RecvRequest` are the :class:`~ompy.ompi.completion.CoreRequest`
 subclasses ``isend``/``irecv``/``imrecv`` return; they add only the protocol state ob1 needs, in
 slots.  :class:`Message` is what an arriving MATCH, RNDV or RGET header becomes: it waits in the
 matching queues when nothing is posted and is the opaque object ``improbe`` hands out.
@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
 from ompy.ompi.completion import CoreRequest
+from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
 
 from .headers import TYPE_MATCH
 
