@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copyreg
 import operator
+import sys
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,39 +32,31 @@ F_SOURCE = 0
 F_TAG = 1
 F_ERROR = 2
 
-_SIZE = 24  # bytes: four C ints and one 64-bit count
 _CANCELLED = 3  # int slot of the cancelled flag
-_UCOUNT = 2  # 64-bit slot of the byte count
+#: The int slots of the low and high halves of the 64-bit byte count (native byte order).
+_LO, _HI = (4, 5) if sys.byteorder == "little" else (5, 4)
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _COUNT_MAX = 2**63 - 1
+#: A new status: ANY_SOURCE, ANY_TAG, SUCCESS, not cancelled, no bytes (copied, not built).
+_EMPTY = array("i", [ANY_SOURCE, ANY_TAG, 0, 0, 0, 0])
 
 
 class Status:
     """Status object."""
 
-    __slots__ = ("_int", "_raw", "_u64")
+    __slots__ = ("_int",)
 
-    _raw: bytearray
-    _int: memoryview
-    _u64: memoryview
+    #: The fields as six C ints (an ``array``, so ``tomemory`` is a view of them).
+    _int: array
 
     def __new__(cls, status: Status | None = None) -> Status:
         self = object.__new__(cls)
-        raw = bytearray(_SIZE)
         if status is None:
-            memory = memoryview(raw)
-            ints = memory.cast("i")
-            ints[0] = ANY_SOURCE
-            ints[1] = ANY_TAG
+            self._int = _EMPTY.__copy__()
         elif isinstance(status, Status):
-            raw[:] = status._raw
-            memory = memoryview(raw)
-            ints = memory.cast("i")
+            self._int = status._int.__copy__()
         else:
             raise TypeError(f"Status() copies a Status, not {type(status).__name__}")
-        self._raw = raw
-        self._int = ints
-        self._u64 = memory.cast("Q")
         return self
 
     def _fill(self, source: int, tag: int, error: int, nbytes: int, cancelled: bool) -> None:
@@ -72,27 +66,37 @@ class Status:
         ints[1] = tag
         ints[2] = error
         ints[_CANCELLED] = 1 if cancelled else 0
-        self._u64[_UCOUNT] = nbytes
+        if nbytes <= _INT_MAX:
+            ints[_LO] = nbytes
+            ints[_HI] = 0
+        else:
+            self._set_nbytes(nbytes)
 
     def _copy_from(self, other: Status) -> None:
         """Take every field of ``other`` (the views on this status stay valid)."""
-        self._raw[:] = other._raw
+        self._int[:] = other._int
 
     @property
     def _nbytes(self) -> int:
-        return self._u64[_UCOUNT]
+        ints = self._int
+        return (ints[_LO] & 0xFFFFFFFF) | (ints[_HI] << 32)
+
+    def _set_nbytes(self, nbytes: int) -> None:
+        low = nbytes & 0xFFFFFFFF
+        self._int[_LO] = low - (1 << 32) if low > _INT_MAX else low
+        self._int[_HI] = nbytes >> 32
 
     # -- comparison, printing, pickling --------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Status):
             return NotImplemented
-        return self._raw == other._raw
+        return self._int == other._int
 
     def __ne__(self, other: object) -> bool:
         if not isinstance(other, Status):
             return NotImplemented
-        return self._raw != other._raw
+        return self._int != other._int
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like mpi4py's
 
@@ -212,7 +216,7 @@ class Status:
             nbytes = whole * layout.size + sum(basics[:rest])
         if nbytes > _COUNT_MAX:
             raise OverflowError(f"Set_elements: {count} elements ({nbytes} bytes) is too large")
-        self._u64[_UCOUNT] = nbytes
+        self._set_nbytes(nbytes)
 
     @property
     def count(self) -> int:
@@ -246,7 +250,7 @@ class Status:
 
     def tomemory(self) -> memoryview:
         """Return status memory view (writable C ints: source, tag, error, cancelled, count)."""
-        return memoryview(self._raw).cast("i")
+        return memoryview(self._int)
 
     def py2f(self) -> list[int]:
         """The Fortran form of the status: ``F_STATUS_SIZE`` integers."""

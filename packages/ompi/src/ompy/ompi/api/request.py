@@ -252,7 +252,7 @@ class Request:
     ) -> bool:
         """Non-destructive test for the completion of all requests."""
         listed = _listed(requests)
-        report = _Report(statuses, len(listed))
+        report = _report(statuses, len(listed))
         _progress_unless_done(listed, _active(listed))
         if not all(request._done() for request in listed):
             report.store(len(listed))
@@ -283,7 +283,7 @@ class Request:
         """Non-destructive test for completion of some requests; None if all are null."""
         listed = _listed(requests)
         active = _active(listed)
-        report = _Report(statuses, len(listed))
+        report = _report(statuses, len(listed))
         if not active:
             report.store(UNDEFINED)
             return None
@@ -613,8 +613,10 @@ REQUEST_NULL = Request()
 def _listed(requests: Sequence[Request]) -> list[Request]:
     """The requests of a sequence (anything with ``len`` and indexing, as mpi4py takes)."""
     try:
-        count = len(requests)
-        listed = [requests[index] for index in range(count)]
+        if type(requests) is list or type(requests) is tuple:
+            listed = list(requests)
+        else:
+            listed = [requests[index] for index in range(len(requests))]
     except (TypeError, KeyError):
         raise TypeError(
             f"expecting a sequence of Request (a list or tuple), not {type(requests).__name__}"
@@ -626,7 +628,11 @@ def _listed(requests: Sequence[Request]) -> list[Request]:
 
 
 class _Report:
-    """The statuses a many-request call reports, stored into the caller's list at the end."""
+    """The statuses a many-request call reports, stored into the caller's list at the end.
+
+    Without a caller's list it holds nothing and does nothing: one shared instance serves
+    (``_report``), so the common ``Waitall(requests)`` builds no object for it.
+    """
 
     __slots__ = ("count", "filled", "statuses")
 
@@ -652,6 +658,13 @@ class _Report:
             if not isinstance(target, Status):
                 raise TypeError(f"expecting a list of Status, got a {type(target).__name__}")
             target._copy_from(filled[position])
+
+
+_NOTHING_TO_REPORT = _Report(None, 0)
+
+
+def _report(statuses: Sequence[Status] | None, count: int) -> _Report:
+    return _NOTHING_TO_REPORT if statuses is None else _Report(statuses, count)
 
 
 def _active(requests: list[Request]) -> list[int]:
@@ -738,7 +751,7 @@ def _testany(requests: list[Request], status: Status | None) -> tuple[int, bool,
 
 
 def _waitall(requests: list[Request], statuses: Sequence[Status] | None) -> list:
-    report = _Report(statuses, len(requests))
+    report = _report(statuses, len(requests))
     try:
         for index in _active(requests):
             requests[index]._wait_core()
@@ -749,7 +762,7 @@ def _waitall(requests: list[Request], statuses: Sequence[Status] | None) -> list
 
 def _testall(requests: list[Request], statuses: Sequence[Status] | None) -> list | None:
     """The objects if every request is complete (then all are retired), else None."""
-    report = _Report(statuses, len(requests))
+    report = _report(statuses, len(requests))
     try:
         _progress_unless_done(requests, _active(requests))
         if not all(request._done() for request in requests):
@@ -764,7 +777,7 @@ def _some(
 ) -> tuple[list[int] | None, list | None]:
     """Waitsome/Testsome: (indices, objects) of the completed requests; (None, None) if none
     is active."""
-    report = _Report(statuses, len(requests))
+    report = _report(statuses, len(requests))
     active = _active(requests)
     if not active:
         report.store(UNDEFINED)
