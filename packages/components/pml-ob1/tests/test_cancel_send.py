@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from ob1_harness import pattern
 
+from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.pml import SendMode
+from ompy.opal.mca.btl import BtlError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -98,3 +100,29 @@ def test_cancelling_twice_asks_once_and_the_send_waits_for_the_answer(make_world
     world.wait(send)
     send.cancel()  # already cancelled: nothing more to ask
     assert send.cancelled and not world.pmls[0]._cancels
+
+
+def test_a_cancel_the_receiver_cannot_be_asked_for_is_an_mpi_error_not_a_hang(
+    make_world, monkeypatch
+):
+    world = make_world(1, **FRAGS)
+    pml = world.pmls[0]
+    send = world.isend(0, pattern(EAGER), 0, 1)
+
+    def unreachable(*_args):
+        raise BtlError("the peer is gone")
+
+    monkeypatch.setattr(pml, "_send_control", unreachable)
+    with pytest.raises(MPIException, match="cannot ask rank 0 to withdraw"):
+        send.cancel()
+    assert send.complete and not send.cancelled and not pml._cancels
+
+
+def test_a_failed_send_is_left_as_it_failed(make_world):
+    world = make_world(1, **RGET)
+    pml = world.pmls[0]
+    (module,) = world.btl_modules(0)
+    send = world.isend(0, pattern(LONG), 0, 2, mode=SendMode.SYNCHRONOUS)
+    pml._btl_error(module, pml._peers[0].send[0].endpoint, ConnectionResetError("gone"))
+    send.cancel()
+    assert send.complete and send.error and not send.cancelled and not pml._cancels

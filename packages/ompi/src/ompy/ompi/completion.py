@@ -65,8 +65,9 @@ class CoreRequest:
     def cancel(self) -> None:
         """Ask to cancel; an engine that can cancel overrides this (then sets ``cancelled``).
 
-        The default does nothing: MPI allows a cancel to fail, and the request then completes
-        normally (``Status.Is_cancelled()`` is false).
+        Called for pending and completed (not yet reported) requests alike: a completed eager
+        send may still wait unmatched at its receiver.  The default does nothing: MPI allows a
+        cancel to fail, and the request then completes normally (``Is_cancelled()`` is false).
         """
 
     def __repr__(self) -> str:

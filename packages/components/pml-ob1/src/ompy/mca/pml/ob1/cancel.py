@@ -21,6 +21,10 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ompy.ompi.errors import ERR_OTHER
+from ompy.ompi.errors import Exception as MPIException
+from ompy.opal.mca.btl import BtlError
+
 from .comm import CommState
 from .headers import (
     CANCEL,
@@ -52,12 +56,15 @@ class CancelSide:
 
     def cancel_send(self, request: SendRequest) -> None:
         """Ask the receiver to withdraw ``request``'s message (once per request)."""
-        if any(entry[0] is request for entry in self._cancels.values()):
-            return
+        if request.exception is not None or any(
+            entry[0] is request for entry in self._cancels.values()
+        ):
+            return  # it failed (nothing reached the receiver to withdraw), or already asked
         state = request.state
         rid = request.id
         token = self._next_id()  # type: ignore[attr-defined]  # the module's id counter
-        self._cancels[token] = (request, rid, request.complete)
+        was_complete = request.complete
+        self._cancels[token] = (request, rid, was_complete)
         request.complete = False  # the answer completes it
         header = _CANCEL_PACK(
             TYPE_CANCEL,
@@ -69,9 +76,17 @@ class CancelSide:
             token,
         )
         peer = request.peer
-        self._send_control(  # type: ignore[attr-defined]  # SendSide's
-            peer.eager_single or peer.next_eager(), header, _EMPTY, TYPE_CANCEL
-        )
+        try:
+            self._send_control(  # type: ignore[attr-defined]  # SendSide's
+                peer.eager_single or peer.next_eager(), header, _EMPTY, TYPE_CANCEL
+            )
+        except BtlError as error:  # the receiver is gone: the send stays as it was
+            del self._cancels[token]
+            request.complete = was_complete
+            raise MPIException(
+                ERR_OTHER,
+                f"cannot ask rank {peer.proc.rank} to withdraw a message (cancel): {error}",
+            ) from error
 
     def _recv_cancel(self, module: Any, tag: int, view: memoryview) -> None:
         """A sender asks to withdraw a message: do it if it waits unmatched; answer."""
