@@ -9,7 +9,11 @@ Importing ``ompy.MPI`` does this unless ``rc.initialize`` is off.
 progressing, so outgoing data is delivered), fences, frees the predefined communicators and lets
 go of the instance, which is torn down once no session holds it either.  Unless
 ``rc.finalize`` is off it runs at exit, but not after an uncaught exception: then the launcher
-reports the failure and ends the job.
+reports the failure and ends the job.  Nor after ``sys.exit`` while another rank has not
+reached Finalize (the run-time's ``leave_if_early``): the others may be blocked on this rank,
+so it leaves with its exit status and the launcher ends the job.  A rank that exits without
+finalizing (Finalize at exit failed, ``rc.finalize`` off) says so, and the launcher ends the
+job too (Open MPI's rule: every rank that initialized must finalize).
 """
 
 from __future__ import annotations
@@ -116,11 +120,23 @@ def _install_exit_hooks() -> None:
 
 def _finalize_at_exit() -> None:
     state = world_state()
-    if not rc.finalize or state.uncaught or not state.world_initialized:
+    if state.uncaught or not state.world_initialized or state.world_finalized:
         return
-    if state.world_finalized:
+    runtime = current("Finalize").runtime
+    if not rc.finalize:
+        if runtime is not None:
+            runtime.unfinished("MPI was not finalized (rc.finalize is off)")
         return
-    Finalize()
+    if runtime is not None:
+        runtime.leave_if_early()  # returns only if this rank may finalize with the others
+    try:
+        Finalize()
+    except BaseException as error:
+        if runtime is not None:
+            runtime.unfinished(
+                f"the implicit MPI.Finalize at exit raised {type(error).__name__}: {error}"
+            )
+        raise
 
 
 # -- finalization --------------------------------------------------------------------------------
@@ -133,6 +149,8 @@ def Finalize() -> None:
         what = "finalized" if state.world_finalized else "not initialized"
         raise MPIException(ERR_OTHER, f"Finalize: MPI is {what}")
     instance = current("Finalize")
+    if instance.runtime is not None:
+        instance.runtime.announce_finalizing()
     world, self_comm = COMM_WORLD._c, COMM_SELF._c
     instance.engine.wait_until(lambda: instance.bsend.pending == 0)
     if world is not None and world.size > 1:

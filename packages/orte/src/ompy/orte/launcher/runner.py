@@ -113,6 +113,7 @@ class JobRunner:
         self.stack_timeout = float(registry.get("orte_stack_timeout"))
         self.drain_timeout = float(registry.get("orte_drain_timeout"))
         self.connect_timeout = float(registry.get("orte_connect_timeout"))
+        self.exit_grace = float(registry.get("orte_exit_grace"))
         self._iof = iof
         self._loop = EventLoop()
         self._events: collections.deque = collections.deque()
@@ -152,6 +153,7 @@ class JobRunner:
                 secret,
                 self._on_control_event,
                 auth_timeout=self.connect_timeout,
+                exit_grace=self.exit_grace,
             )
             self._server = server
             server.start()
@@ -293,7 +295,12 @@ class JobRunner:
             return
         from ompy.orte.mca.errmgr import RankExited
 
-        exit_event = RankExited(record.rank, returncode, record.rank in self._finalized)
+        exit_event = RankExited(
+            record.rank,
+            returncode,
+            record.rank in self._finalized,
+            connected=record.rank in self._connected,
+        )
         self._raised_deadlines.pop(record.rank, None)
         if self._raised_deadlines and returncode != 0 and not self._is_cause(exit_event):
             # An exception reported earlier is the likelier cause: judge this exit after it.
@@ -360,6 +367,7 @@ class JobRunner:
             RankConnected,
             RankException,
             RankFinalized,
+            RankLeaving,
             RankLost,
         )
         from ompy.orte.mca import errmgr
@@ -381,6 +389,11 @@ class JobRunner:
             elif isinstance(event, RankAborted):
                 if self._ending is None:
                     self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
+            elif isinstance(event, RankLeaving):
+                if self._ending is None:
+                    self._judge(
+                        errmgr.RankLeft(event.rank, event.code, event.how, event.unfinished)
+                    )
             elif isinstance(event, BadClient):
                 self.reporter.warn(
                     f"refused a control connection from {event.peer}: {event.reason}"
