@@ -83,9 +83,9 @@ def test_leaving_with_a_code_that_is_no_exit_status_gives_1(policy):
 
 
 def test_leaving_because_finalization_failed_gives_1(policy):
-    failure = policy.judge(RankLeft(3, None, "could not finalize: boom", (1,)))
+    failure = policy.judge(RankLeft(3, None, "exited without finalizing (boom)", (1,)))
     assert failure == Failure(
-        3, 1, "could not finalize: boom while rank 1 had not finished; it did not finalize"
+        3, 1, "exited without finalizing (boom) while rank 1 had not finished"
     )
 
 

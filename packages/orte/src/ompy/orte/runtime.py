@@ -300,7 +300,10 @@ class Runtime:
             self._finalized = True
             with contextlib.suppress(ControlError):
                 self._client.request(
-                    protocol.LEAVING, timeout=LIFECYCLE_TIMEOUT, code=None, how=self._unfinished
+                    protocol.LEAVING,
+                    timeout=LIFECYCLE_TIMEOUT,
+                    code=None,
+                    how=f"exited without finalizing ({self._unfinished})",
                 )
             self._client.close()
             return
@@ -379,6 +382,9 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
             # Read: the processes this rank starts must not inherit the job's secret.
             os.environ.pop(SECRET, None)
         if identity.singleton:
+            from ompy.orte.launcher.session import sweep_stale
+
+            sweep_stale()  # what killed singletons (and launchers) of this user left behind
             os.makedirs(identity.session_dir, mode=0o700, exist_ok=True)
         runtime = Runtime(identity, connect_timeout=_connect_timeout())
         output.name_process(f"rank {identity.rank}")

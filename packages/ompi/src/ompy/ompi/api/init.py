@@ -125,7 +125,7 @@ def _finalize_at_exit() -> None:
     runtime = current("Finalize").runtime
     if not rc.finalize:
         if runtime is not None:
-            runtime.unfinished("MPI was not finalized (rc.finalize is off)")
+            runtime.unfinished("rc.finalize is off and MPI.Finalize was not called")
         return
     if runtime is not None:
         runtime.leave_if_early()  # returns only if this rank may finalize with the others

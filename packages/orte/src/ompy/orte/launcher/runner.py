@@ -287,8 +287,13 @@ class JobRunner:
             self._loop.remove_reader(fd)
             self._by_exit_fd.pop(fd, None)
         record.process.signal(signal.SIGKILL)  # whatever the rank left running in its group
+        starter = record.process.starter_failure()
         record.process.release()
         self.reporter.note(f"rank {record.rank} (pid {record.pid}) exited: {returncode}")
+        if starter is not None:  # e.g. the fork server died and took its ranks along
+            if self._ending is None:
+                self._end(_Ending(starter.exit_code, f"{starter.message}; the job ended."))
+            return
         if record.rank in self._tracebacks and returncode != 0:
             # Judged by _judge_pending_exceptions, once ranks that finalized have exited.
             self._raised_deadlines.setdefault(record.rank, time.monotonic() + RAISED_GRACE)

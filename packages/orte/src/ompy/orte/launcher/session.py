@@ -10,6 +10,9 @@ A launcher killed with SIGKILL cannot clean up; its ranks exit on their own, but
 directory and shared memory stay.  Every launcher therefore sweeps, when it starts, the
 leftovers of jobs whose launcher process no longer exists (:func:`sweep_stale`): the job id
 starts with the launcher's pid, and only directories named ``ompy-job-<jobid>-*`` are touched.
+A singleton (a program started without ``ompy run``) is its own job, ``s<pid>``, with a
+session directory ``ompy-session-s<pid>-*``: a killed one leaves that behind, and the same
+sweep (run by launchers and by every new singleton) removes it once that pid is gone.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ SHM_DIR = Path("/dev/shm")
 
 
 _JOB_DIR_PREFIX = "ompy-job-"
+#: A singleton's session directory: ``ompy-session-s<pid in decimal>-<random>``.
+SINGLETON_DIR_PREFIX = "ompy-session-"
 _RANDOM_HEX = 6
 
 
@@ -46,6 +51,14 @@ def launcher_pid(jobid: str) -> int | None:
         return None
 
 
+def singleton_pid(jobid: str) -> int | None:
+    """The pid of the singleton whose job id is ``jobid`` (``s<pid>``), if it is one."""
+    digits = jobid[1:]
+    if not jobid.startswith("s") or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(digits)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -57,22 +70,26 @@ def _alive(pid: int) -> bool:
 
 
 def sweep_stale(base: Path | None = None, shm_dir: Path = SHM_DIR) -> list[Path]:
-    """Remove session directories and shared memory of jobs whose launcher is gone.
+    """Remove session directories and shared memory of jobs whose owner process is gone.
 
+    The owner is the launcher of an ``ompy run`` job, the process itself for a singleton.
     Only directories owned by this user are considered, so one user's launcher never touches
     another's files.  Returns what was removed.
     """
     parent = base if base is not None else Path(tempfile.gettempdir())
     removed: list[Path] = []
     try:
-        candidates = list(parent.glob(_JOB_DIR_PREFIX + "*"))
+        candidates = [(path, launcher_pid) for path in parent.glob(_JOB_DIR_PREFIX + "*")] + [
+            (path, singleton_pid) for path in parent.glob(SINGLETON_DIR_PREFIX + "*")
+        ]
     except OSError:
         return removed
-    for path in candidates:
-        jobid = path.name[len(_JOB_DIR_PREFIX) :].split("-", 1)[0]
-        pid = launcher_pid(jobid)
+    for path, owner_of in candidates:
+        prefix = _JOB_DIR_PREFIX if owner_of is launcher_pid else SINGLETON_DIR_PREFIX
+        jobid = path.name[len(prefix) :].split("-", 1)[0]
+        pid = owner_of(jobid)
         try:
-            mine = path.is_dir() and path.stat().st_uid == os.getuid()
+            mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
         except OSError:
             continue
         if pid is None or not mine or _alive(pid):

@@ -3,7 +3,8 @@
 The launcher reports what happens to each rank (:class:`RankExited`, :class:`RankAborted`,
 :class:`RankRaised`, :class:`RankLeft`) to the errmgr module, which answers with a
 :class:`Failure` when the job must end (the launcher then terminates every other rank and
-exits with ``Failure.exit_code``), or ``None`` when the job goes on.  One-of-many: ``default`` implements Open MPI's policy.
+exits with ``Failure.exit_code``), or ``None`` when the job goes on.  One-of-many: ``default``
+implements Open MPI's policy.
 """
 
 from __future__ import annotations

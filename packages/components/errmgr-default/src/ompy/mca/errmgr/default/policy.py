@@ -79,9 +79,7 @@ class DefaultErrmgrModule(ErrmgrModule):
     def _left(event: RankLeft) -> Failure:
         unfinished = f" while {_ranks(event.unfinished)} not finished" if event.unfinished else ""
         if event.code is None:
-            return Failure(
-                event.rank, UNFINALIZED_EXIT_CODE, f"{event.how}{unfinished}; it did not finalize"
-            )
+            return Failure(event.rank, UNFINALIZED_EXIT_CODE, f"{event.how}{unfinished}")
         return Failure(
             event.rank,
             event.code if 0 <= event.code <= 255 else 1,
