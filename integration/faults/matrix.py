@@ -188,7 +188,10 @@ def markdown(outcomes: dict[str, Outcome]) -> str:
     for outcome in outcomes.values():
         case = outcome.case
         after = "-" if outcome.after_fault is None else f"{outcome.after_fault:.2f}"
-        report = outcome.report or "(the job completes: every rank prints done)"
+        completes = case.fault.says is None
+        report = outcome.report or (
+            "(the job completes: every rank prints done)" if completes else "(no report)"
+        )
         status = "" if not outcome.problems() else " **FAILED: " + "; ".join(outcome.problems())
         rows.append(
             f"| {case.transport} | {case.fault.name} | {STATES[case.state]} {WHERE[case.where]} | "
