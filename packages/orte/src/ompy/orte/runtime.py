@@ -382,9 +382,6 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
             # Read: the processes this rank starts must not inherit the job's secret.
             os.environ.pop(SECRET, None)
         if identity.singleton:
-            from ompy.orte.launcher.session import sweep_stale
-
-            sweep_stale()  # what killed singletons (and launchers) of this user left behind
             os.makedirs(identity.session_dir, mode=0o700, exist_ok=True)
         runtime = Runtime(identity, connect_timeout=_connect_timeout())
         output.name_process(f"rank {identity.rank}")

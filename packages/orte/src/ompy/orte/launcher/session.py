@@ -12,7 +12,7 @@ leftovers of jobs whose launcher process no longer exists (:func:`sweep_stale`):
 starts with the launcher's pid, and only directories named ``ompy-job-<jobid>-*`` are touched.
 A singleton (a program started without ``ompy run``) is its own job, ``s<pid>``, with a
 session directory ``ompy-session-s<pid>-*``: a killed one leaves that behind, and the same
-sweep (run by launchers and by every new singleton) removes it once that pid is gone.
+sweep removes it once that pid is gone.
 """
 
 from __future__ import annotations
