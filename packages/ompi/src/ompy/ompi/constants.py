@@ -63,9 +63,11 @@ MAX_INFO_KEY: Final = 36
 MAX_INFO_VAL: Final = 256
 MAX_LIBRARY_VERSION_STRING: Final = 256
 
-# -- the version of the MPI standard reported (Open MPI 5 reports 3.1) --------------------------
+# -- the version of the MPI standard reported ---------------------------------------------------
+# Open MPI 5 reports 3.1; ompy reports 4.1, whose calls it provides (sessions, buffered-send
+# buffers per communicator and session, BUFFER_AUTOMATIC, Get_hw_resource_info).
 
-VERSION: Final = 3
+VERSION: Final = 4
 SUBVERSION: Final = 1
 
 # -- array orders -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
@@ -45,6 +45,9 @@ class Members:
     #: The MPI instance the processes belong to (where a communicator over them is built:
     #: ``Intracomm.Create_from_group``); None for groups made outside any instance.
     instance: Instance | None = None
+    #: The session a process-set group came from (its communicators use the session's
+    #: buffered-send buffer); None for groups of the world model.
+    session: Any = None
     #: Process identifier -> rank in this group.
     ranks: dict[Hashable, int] = attrs.field(init=False)
 
@@ -237,7 +240,11 @@ class Group(Handle, referent="_members"):
         members = self.members
         if not members.procs:
             return GROUP_EMPTY
-        return type(self)._of(Members(members.procs, members.local, instance=members.instance))
+        return type(self)._of(
+            Members(
+                members.procs, members.local, instance=members.instance, session=members.session
+            )
+        )
 
     def Free(self) -> None:
         """Free a group."""
@@ -260,7 +267,8 @@ def _derived(cls: type[Group], procs: tuple, *sources: Members) -> Group:
         return GROUP_EMPTY
     local = next((s.local for s in sources if s.local is not None), None)
     instance = next((s.instance for s in sources if s.instance is not None), None)
-    return cls._of(Members(procs, local, instance=instance))
+    session = next((s.session for s in sources if s.session is not None), None)
+    return cls._of(Members(procs, local, instance=instance, session=session))
 
 
 def _rank_list(ranks: Iterable[int], operation: str) -> list[int]:

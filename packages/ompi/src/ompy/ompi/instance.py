@@ -191,6 +191,9 @@ class _DefaultInstance:
     uncaught: bool = False
     #: Whether the exit hooks (excepthook, atexit) are installed; once per process.
     exit_hooks: bool = False
+    #: The ``ompy.rc`` options read when ``ompy.MPI`` was imported
+    #: (:class:`ompy.ompi.api.rcoptions.RcOptions`; None before that).
+    options: Any = None
     lock: threading.RLock = attrs.field(factory=threading.RLock)
 
 

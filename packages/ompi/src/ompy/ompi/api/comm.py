@@ -27,6 +27,7 @@ from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle
 from ..instance import world_state
+from .buffering import CommBuffering
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
@@ -40,7 +41,7 @@ from .session import hints
 COMM_TYPE_SHARED = 0
 
 
-class Comm(PointToPoint, Handle, referent="_c"):
+class Comm(PointToPoint, CommBuffering, Handle, referent="_c"):
     """Communication context."""
 
     __slots__ = ("_c",)
@@ -200,7 +201,9 @@ class Comm(PointToPoint, Handle, referent="_c"):
         if world_ranks is None:
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))
+        communicator = Communicator.create(parent.instance, cid, world_ranks, name)
+        communicator.session = parent.session
+        return type(self)._of(communicator)
 
     def Dup(self, info: Any = None) -> Comm:
         """Duplicate a communicator."""

@@ -18,6 +18,7 @@ class Communicator:
     """One communicator of this process (shared by every handle that refers to it)."""
 
     __slots__ = (
+        "bsend",
         "channels",
         "coll",
         "context_id",
@@ -30,6 +31,7 @@ class Communicator:
         "pml_state",
         "predefined",
         "rank",
+        "session",
         "size",
         "tag_ub",
         "world_ranks",
@@ -61,6 +63,11 @@ class Communicator:
         self.channels: dict[int, int] = {}
         #: The collective operations' function table (the coll framework's selection).
         self.coll: Any = None
+        #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.
+        self.bsend: Any = None
+        #: The session this communicator derives from (None: the world model); its buffer
+        #: serves buffered sends when the communicator has none (:mod:`.buffering`).
+        self.session: Any = None
 
     @classmethod
     def create(

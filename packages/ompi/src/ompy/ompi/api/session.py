@@ -44,6 +44,8 @@ from ..errors import Exception as MPIException
 from ..group import Group, Members
 from ..handle import Handle
 from ..instance import Instance, acquire, release, world_state
+from .bsend import BsendPool
+from .buffering import SessionBuffering
 from .checks import as_int
 
 G = TypeVar("G", bound=Group)
@@ -159,9 +161,11 @@ class SessionState:
     #: Lets go of the instance; None for a session that holds no reference (:func:`session_on`).
     release: Callable[[], None] | None
     finalized: bool = False
+    #: The session's buffered-send buffer (``Session.Attach_buffer``), made on first use.
+    bsend: BsendPool | None = None
 
 
-class Session(Handle, referent="_s"):
+class Session(SessionBuffering, Handle, referent="_s"):
     """Session context."""
 
     __slots__ = ("_s",)
@@ -229,7 +233,7 @@ class Session(Handle, referent="_s"):
             return
         if world_state().holders == 1:  # the last holder: buffered sends must leave first
             instance = state.instance
-            instance.engine.wait_until(lambda: instance.bsend.pending == 0)
+            instance.engine.wait_until(lambda: instance.bsend.outstanding == 0)
         state.release()
 
     # -- process sets --------------------------------------------------------------------------
@@ -297,7 +301,8 @@ def pset_group(session: object, pset_name: object, kind: type[G], call: str) -> 
         raise TypeError(f"{call}: expecting a Session, not {type(session).__name__}")
     instance = session._live(call).instance
     procs = pset_procs(instance, pset_name, call)
-    return cast(G, kind._of(Members(procs, instance.world_rank, instance=instance)))
+    members = Members(procs, instance.world_rank, instance=instance, session=session._s)
+    return cast(G, kind._of(members))
 
 
 def session_on(instance: Instance, info: Any = None) -> Session:
