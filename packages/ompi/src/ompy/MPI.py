@@ -77,6 +77,9 @@ from ompy.ompi.constants import (
     UNIVERSE_SIZE,
     VERSION,
     WTIME_IS_GLOBAL,
+    BottomType,
+    BufferAutomaticType,
+    InPlaceType,
 )
 from ompy.ompi.datatype import BY_KEY as _DATATYPES
 from ompy.ompi.datatype import DATATYPE_NULL, Datatype
@@ -172,6 +175,8 @@ __all__ = [
     "VERSION",
     "WTIME_IS_GLOBAL",
     "Attach_buffer",
+    "BottomType",
+    "BufferAutomaticType",
     "Comm",
     "Datatype",
     "Detach_buffer",
@@ -183,6 +188,7 @@ __all__ = [
     "Get_processor_name",
     "Get_version",
     "Group",
+    "InPlaceType",
     "Init",
     "Init_thread",
     "Intracomm",

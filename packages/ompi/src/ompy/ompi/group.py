@@ -18,7 +18,7 @@ import attrs
 from .constants import CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
-from .handle import Handle
+from .handle import Handle, predefine
 
 if TYPE_CHECKING:
     from .api.session import Session
@@ -64,13 +64,7 @@ class Group(Handle, referent="_members"):
 
     __slots__ = ("_members",)
 
-    def __init__(self, group: Group | None = None) -> None:
-        if group is None:
-            self._members: Members | None = None
-        elif isinstance(group, Group):
-            self._members = group._members
-        else:
-            raise TypeError(f"Group() takes a Group to refer to, not {type(group).__name__}")
+    _members: Members | None
 
     @classmethod
     def from_procs(
@@ -83,7 +77,7 @@ class Group(Handle, referent="_members"):
         """
         procs = tuple(procs)
         if not procs:
-            return GROUP_EMPTY
+            return cls._of(_EMPTY)  # a new handle to the empty group, as MPI's calls give
         return cls._of(Members(procs, local, instance=instance))
 
     @classmethod
@@ -99,7 +93,13 @@ class Group(Handle, referent="_members"):
         group._members = members
         return group
 
-    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
+    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
+
+    def _instance_for_handles(self) -> Any:
+        members = self._members
+        if members is not None and members.instance is not None:
+            return members.instance
+        return super()._instance_for_handles()
 
     def __repr__(self) -> str:
         if self._members is None:
@@ -239,7 +239,7 @@ class Group(Handle, referent="_members"):
         """Duplicate a group."""
         members = self.members
         if not members.procs:
-            return GROUP_EMPTY
+            return type(self)._of(_EMPTY)
         return type(self)._of(
             Members(
                 members.procs, members.local, instance=members.instance, session=members.session
@@ -248,9 +248,13 @@ class Group(Handle, referent="_members"):
 
     def Free(self) -> None:
         """Free a group."""
-        if self.members.predefined:
+        self.members  # noqa: B018  (GROUP_NULL: an error)
+        if self._constant():
             raise MPIException(ERR_GROUP, "GROUP_EMPTY is predefined and cannot be freed")
         self._members = None
+
+    def _free(self) -> None:
+        self.Free()
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -264,7 +268,7 @@ def _checked(group: object, operation: str) -> Group:
 
 def _derived(cls: type[Group], procs: tuple, *sources: Members) -> Group:
     if not procs:
-        return GROUP_EMPTY
+        return cls._of(_EMPTY)
     local = next((s.local for s in sources if s.local is not None), None)
     instance = next((s.instance for s in sources if s.instance is not None), None)
     session = next((s.session for s in sources if s.session is not None), None)
@@ -328,10 +332,10 @@ def _expand_ranges(triplets: Iterable, operation: str) -> list[int]:
 
 _EMPTY: Final = Members((), None, predefined=True)
 
+#: The null group handle (registered first: null handles pickle as it).
+GROUP_NULL: Final = predefine(Group(), "GROUP_NULL", 0)
 #: The group without members.
-GROUP_EMPTY: Final = Group._of(_EMPTY)
-#: The null group handle.
-GROUP_NULL: Final = Group()
+GROUP_EMPTY: Final = predefine(Group._of(_EMPTY), "GROUP_EMPTY", 1)
 
 
 def _world_group() -> Group:

@@ -28,6 +28,7 @@ from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 
+from .constants import BOTTOM, BUFFER_AUTOMATIC, IN_PLACE
 from .datatype.buffer import export_buffer
 
 #: Bits of ``MPI_Aint``: a signed integer as wide as a pointer.
@@ -264,6 +265,8 @@ def address_of(location: Any) -> int:
     """The address of the first byte of ``location``'s memory (``MPI.Get_address``)."""
     if isinstance(location, buffer):
         return location.address
+    if location is BOTTOM or location is IN_PLACE or location is BUFFER_AUTOMATIC:
+        return int(location)  # the special addresses are their own address (as in mpi4py)
     view, _ = export_buffer(location, readonly=True, infer=False)
     return int(np.frombuffer(view, dtype=np.uint8).__array_interface__["data"][0])
 

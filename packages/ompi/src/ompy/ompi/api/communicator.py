@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attributes import AttributeSet
 from ..group import Group
 from ..instance import Instance
 from ..mca.coll.base import comm_select, comm_unselect
@@ -18,6 +19,8 @@ class Communicator:
     """One communicator of this process (shared by every handle that refers to it)."""
 
     __slots__ = (
+        "__weakref__",
+        "attributes",
         "bsend",
         "channels",
         "coll",
@@ -63,6 +66,8 @@ class Communicator:
         self.channels: dict[int, int] = {}
         #: The collective operations' function table (the coll framework's selection).
         self.coll: Any = None
+        #: The attributes cached on this communicator (``Comm.Set_attr``).
+        self.attributes = AttributeSet()
         #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.
         self.bsend: Any = None
         #: The session this communicator derives from (None: the world model); its buffer

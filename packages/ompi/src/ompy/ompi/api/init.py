@@ -36,6 +36,7 @@ from ..errors import ERR_ARG, ERR_OTHER
 from ..errors import Exception as MPIException
 from ..instance import Instance, acquire, adopt, current, release, world_state
 from . import rcoptions
+from .attributes import delete_attributes, install_predefined
 from .comm import COMM_SELF, COMM_WORLD
 from .communicator import Communicator
 from .internal import barrier
@@ -92,6 +93,7 @@ def _install(instance: Instance) -> None:
     world = Communicator.create(
         instance, 0, tuple(range(instance.world_size)), "MPI_COMM_WORLD", predefined=True
     )
+    install_predefined(world)
     self_comm = Communicator.create(
         instance, 1, (instance.world_rank,), "MPI_COMM_SELF", predefined=True
     )
@@ -150,6 +152,11 @@ def Finalize() -> None:
     if instance.runtime is not None:
         instance.runtime.announce_finalizing()
     world, self_comm = COMM_WORLD._c, COMM_SELF._c
+    # MPI's rule: first the equivalent of freeing COMM_SELF (its attributes' delete callbacks,
+    # the last set first), before anything else is torn down; then COMM_WORLD's attributes.
+    for communicator in (self_comm, world):
+        if communicator is not None:
+            delete_attributes(communicator)
     instance.engine.wait_until(lambda: instance.bsend.outstanding == 0)
     if world is not None and world.size > 1:
         barrier(world)

@@ -42,7 +42,7 @@ from ..constants import THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SERIALIZED, THR
 from ..errors import ERR_ARG, ERR_INFO_VALUE, ERR_SESSION
 from ..errors import Exception as MPIException
 from ..group import Group, Members
-from ..handle import Handle
+from ..handle import Handle, predefine
 from ..instance import Instance, acquire, release, world_state
 from .bsend import BsendPool
 from .buffering import SessionBuffering
@@ -170,15 +170,7 @@ class Session(SessionBuffering, Handle, referent="_s"):
 
     __slots__ = ("_s",)
 
-    def __init__(self, session: Session | None = None) -> None:
-        if session is None:
-            self._s: SessionState | None = None
-        elif isinstance(session, Session):
-            self._s = session._s
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes a Session to refer to, not {type(session).__name__}"
-            )
+    _s: SessionState | None
 
     @classmethod
     def _of(cls, state: SessionState) -> Self:
@@ -201,18 +193,13 @@ class Session(SessionBuffering, Handle, referent="_s"):
         what = "finalized" if state.finalized else THREAD_LEVEL_NAMES[state.thread_level]
         return f"<{type(self).__name__} {what}>"
 
-    def __reduce__(self) -> str | tuple[Any, ...]:
-        if self is SESSION_NULL:
-            return "SESSION_NULL"
-        if self._s is None:
-            return (type(self), ())
-        kind = type(self)
-        raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
+    def _instance_for_handles(self) -> Any:
+        state = self._s
+        return state.instance if state is not None else super()._instance_for_handles()
 
-    def free(self) -> None:
-        """Call `Finalize` if not null."""
-        if self._s is not None:
-            self.Finalize()
+    def _free(self) -> None:
+        """``free()`` of a live session finalizes it (mpi4py's meaning)."""
+        self.Finalize()
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -274,7 +261,7 @@ class Session(SessionBuffering, Handle, referent="_s"):
 
 
 #: Null session handler.
-SESSION_NULL = Session()
+SESSION_NULL = predefine(Session(), "SESSION_NULL", 0)
 
 
 def pset_procs(instance: Instance, pset_name: object, call: str) -> tuple[int, ...]:
