@@ -65,16 +65,19 @@ def test_sweep_removes_sessions_of_singletons_that_are_gone(tmp_path):
         check=True,
     )
     dead_dir = tmp_path / f"ompy-session-s{int(dead.stdout)}-1a2b3c4d"
+    dead_private = tmp_path / f"ompy-session-{int(dead.stdout)}-k2_x9z0q"  # opal's own
     live_dir = tmp_path / f"ompy-session-s{os.getpid()}-1a2b3c4d"
+    live_private = tmp_path / f"ompy-session-{os.getpid()}-k2_x9z0q"
     odd_dir = tmp_path / "ompy-session-sXYZ-1a2b3c4d"  # not a singleton's name: left alone
-    for path in (dead_dir, live_dir, odd_dir):
+    for path in (dead_dir, dead_private, live_dir, live_private, odd_dir):
         path.mkdir()
         (path / "scratch").write_bytes(b"x")
     (shm / f"ompy-s{int(dead.stdout)}-seg").write_bytes(b"x")
     removed = sweep_stale(tmp_path, shm)
     assert dead_dir in removed and not dead_dir.exists()
+    assert dead_private in removed and not dead_private.exists()
     assert not (shm / f"ompy-s{int(dead.stdout)}-seg").exists()
-    assert live_dir.exists() and odd_dir.exists()
+    assert live_dir.exists() and live_private.exists() and odd_dir.exists()
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")

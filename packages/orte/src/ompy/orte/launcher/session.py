@@ -11,8 +11,9 @@ directory and shared memory stay.  Every launcher therefore sweeps, when it star
 leftovers of jobs whose launcher process no longer exists (:func:`sweep_stale`): the job id
 starts with the launcher's pid, and only directories named ``ompy-job-<jobid>-*`` are touched.
 A singleton (a program started without ``ompy run``) is its own job, ``s<pid>``, with a
-session directory ``ompy-session-s<pid>-*``: a killed one leaves that behind, and the same
-sweep removes it once that pid is gone.
+session directory ``ompy-session-s<pid>-*`` (and, when it uses file-backed shared memory, the
+private directory ``ompy-session-<pid>-*`` of :mod:`ompy.opal.session`): a killed one leaves
+them behind, and the same sweep removes them once that pid is gone.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ SHM_DIR = Path("/dev/shm")
 
 
 _JOB_DIR_PREFIX = "ompy-job-"
-#: A singleton's session directory: ``ompy-session-s<pid in decimal>-<random>``.
+#: A singleton's session directory: ``ompy-session-s<pid in decimal>-<random>`` (the ess
+#: singleton's job), or ``ompy-session-<pid in decimal>-<random>`` (opal's private one).
 SINGLETON_DIR_PREFIX = "ompy-session-"
 _RANDOM_HEX = 6
 
@@ -57,6 +59,11 @@ def singleton_pid(jobid: str) -> int | None:
     if not jobid.startswith("s") or not digits.isascii() or not digits.isdigit():
         return None
     return int(digits)
+
+
+def _private_pid(token: str) -> int | None:
+    """The pid in the name of an opal private session directory (``<pid>``), if it is one."""
+    return int(token) if token.isascii() and token.isdigit() else None
 
 
 def _alive(pid: int) -> bool:
@@ -88,13 +95,19 @@ def sweep_stale(base: Path | None = None, shm_dir: Path = SHM_DIR) -> list[Path]
         prefix = _JOB_DIR_PREFIX if owner_of is launcher_pid else SINGLETON_DIR_PREFIX
         jobid = path.name[len(prefix) :].split("-", 1)[0]
         pid = owner_of(jobid)
+        private = pid is None and owner_of is singleton_pid
+        if private:  # no job id: an opal private directory, whose segments live inside it
+            pid = _private_pid(jobid)
         try:
             mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
         except OSError:
             continue
         if pid is None or not mine or _alive(pid):
             continue
-        removed.extend(Session(jobid, path, shm_dir).remove())
+        if private:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            removed.extend(Session(jobid, path, shm_dir).remove())
         removed.append(path)
     return removed
 
