@@ -117,6 +117,7 @@ class JobRunner:
         self.stack_timeout = float(registry.get("orte_stack_timeout"))
         self.drain_timeout = float(registry.get("orte_drain_timeout"))
         self.connect_timeout = float(registry.get("orte_connect_timeout"))
+        self.exit_grace = float(registry.get("orte_exit_grace"))
         self._iof = iof
         self._loop = EventLoop()
         self._events: collections.deque = collections.deque()
@@ -159,6 +160,7 @@ class JobRunner:
                 secret,
                 self._on_control_event,
                 auth_timeout=self.connect_timeout,
+                exit_grace=self.exit_grace,
             )
             self._server = server
             server.start()
@@ -293,15 +295,25 @@ class JobRunner:
             self._loop.remove_reader(fd)
             self._by_exit_fd.pop(fd, None)
         record.process.signal(signal.SIGKILL)  # whatever the rank left running in its group
+        starter = record.process.starter_failure()
         record.process.release()
         self.reporter.note(f"rank {record.rank} (pid {record.pid}) exited: {returncode}")
+        if starter is not None:  # e.g. the fork server died and took its ranks along
+            if self._ending is None:
+                self._end(_Ending(starter.exit_code, f"{starter.message}; the job ended."))
+            return
         if record.rank in self._tracebacks and returncode != 0:
             # Judged by _judge_pending_exceptions, once ranks that finalized have exited.
             self._raised_deadlines.setdefault(record.rank, time.monotonic() + RAISED_GRACE)
             return
         from ompy.orte.mca.errmgr import RankExited
 
-        exit_event = RankExited(record.rank, returncode, record.rank in self._finalized)
+        exit_event = RankExited(
+            record.rank,
+            returncode,
+            record.rank in self._finalized,
+            connected=record.rank in self._connected,
+        )
         self._raised_deadlines.pop(record.rank, None)
         if self._raised_deadlines and returncode != 0 and not self._is_cause(exit_event):
             # An exception reported earlier is the likelier cause: judge this exit after it.
@@ -368,6 +380,7 @@ class JobRunner:
             RankConnected,
             RankException,
             RankFinalized,
+            RankLeaving,
             RankLost,
         )
         from ompy.orte.mca import errmgr
@@ -389,6 +402,11 @@ class JobRunner:
             elif isinstance(event, RankAborted):
                 if self._ending is None:
                     self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
+            elif isinstance(event, RankLeaving):
+                if self._ending is None:
+                    self._judge(
+                        errmgr.RankLeft(event.rank, event.code, event.how, event.unfinished)
+                    )
             elif isinstance(event, BadClient):
                 self._refused.note(_DIGITS.sub("N", event.reason))
             else:
