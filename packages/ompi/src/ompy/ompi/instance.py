@@ -28,6 +28,8 @@ from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.progress import ProgressEngine
 
 from .constants import THREAD_SINGLE
+from .errhandler import ErrhandlerTable
+from .error_codes import ErrorCodes
 from .errors import ERR_INTERN, ERR_OTHER
 from .errors import Exception as MPIException
 from .group import Group, Members
@@ -92,6 +94,10 @@ class Instance:
     pickled_recvs: list[Any] = attrs.field(factory=list)
     _progress_registered: bool = False
     _advancing: bool = False
+    #: User-created error handlers, by integer handle (``Comm.Create_errhandler``, ...).
+    errhandlers: ErrhandlerTable = attrs.field(factory=ErrhandlerTable, repr=False)
+    #: Error classes, codes and strings the program added (``MPI.Add_error_class``, ...).
+    error_codes: ErrorCodes = attrs.field(factory=ErrorCodes, repr=False)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
     rendezvous: Rendezvous = attrs.field(
         default=attrs.Factory(_rendezvous, takes_self=True), repr=False

@@ -22,7 +22,8 @@ from ..constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_TAG
+from ..errhandler import ERRORS_RETURN
+from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_TAG
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle
@@ -30,17 +31,19 @@ from ..instance import world_state
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
+from .comm_info import CommInfo
 from .communicator import Communicator
+from .errhandler import CommErrhandlers, errhandler_object, install_dispatch
 from .from_group import create_from_group, create_group
+from .info import info_items
 from .internal import allgather
 from .p2p import PointToPoint
-from .session import hints
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
 
 
-class Comm(PointToPoint, Handle, referent="_c"):
+class Comm(CommErrhandlers, CommInfo, PointToPoint, Handle, referent="_c"):
     """Communication context."""
 
     __slots__ = ("_c",)
@@ -180,7 +183,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
             WTIME_IS_GLOBAL: False,
             APPNUM: 0,
             UNIVERSE_SIZE: c.instance.world_size,
-            LASTUSEDCODE: ERR_LASTCODE,
+            LASTUSEDCODE: c.instance.error_codes.last_used,
         }
         try:
             return values[keyval]
@@ -194,18 +197,31 @@ class Comm(PointToPoint, Handle, referent="_c"):
 
     # -- constructors --------------------------------------------------------------------------
 
-    def _new(self, parent: Communicator, world_ranks: tuple[int, ...] | None, how: str) -> Comm:
-        """Agree on a context id over ``parent`` and build the new communicator (if a member)."""
+    def _new(
+        self,
+        parent: Communicator,
+        world_ranks: tuple[int, ...] | None,
+        how: str,
+        hints: dict[str, str] | None = None,
+    ) -> Comm:
+        """Agree on a context id over ``parent`` and build the new communicator (if a member).
+
+        It inherits the parent's error handler and has ``hints`` (none by default).
+        """
         cid = agree_context_id(parent)
         if world_ranks is None:
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))
+        new = Communicator.create(parent.instance, cid, world_ranks, name)
+        new.errhandler = parent.errhandler
+        new.hints = dict(hints or {})
+        return type(self)._of(new)
 
     def Dup(self, info: Any = None) -> Comm:
-        """Duplicate a communicator."""
+        """Duplicate a communicator (with the hints of ``info``, else the parent's)."""
         c = self._live("Comm.Dup")
-        return self._new(c, c.world_ranks, "DUP")
+        hints = c.hints if info is None else info_items(info, "Comm.Dup")
+        return self._new(c, c.world_ranks, "DUP", hints)
 
     def Clone(self) -> Comm:
         """Clone an existing communicator."""
@@ -220,18 +236,21 @@ class Comm(PointToPoint, Handle, referent="_c"):
             raise MPIException(ERR_ARG, f"Comm.Split: color {color} must be >= 0 or UNDEFINED")
         return self._split(c, color, key, "SPLIT")
 
-    def _split(self, c: Communicator, color: int, key: int, how: str) -> Comm:
+    def _split(
+        self, c: Communicator, color: int, key: int, how: str, hints: dict[str, str] | None = None
+    ) -> Comm:
         pairs = allgather(c, (color, key))
         if color == UNDEFINED:
             return self._new(c, None, how)
         members = sorted((k, r) for r, (col, k) in enumerate(pairs) if col == color)
-        return self._new(c, tuple(c.world_ranks[r] for _, r in members), how)
+        return self._new(c, tuple(c.world_ranks[r] for _, r in members), how, hints)
 
     def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> Comm:
         """Split communicator by type: COMM_TYPE_SHARED groups the processes of each node."""
         c = self._live("Comm.Split_type")
         split_type = as_int(split_type, "Comm.Split_type: split_type")
         key = as_int(key, "Comm.Split_type: key")
+        hints = info_items(info, "Comm.Split_type")
         if split_type == UNDEFINED:
             return self._split(c, UNDEFINED, key, "SPLIT_TYPE")
         if split_type != COMM_TYPE_SHARED:
@@ -241,7 +260,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
                 "MPI.COMM_TYPE_SHARED or MPI.UNDEFINED)",
             )
         node = c.instance.procs[c.instance.world_rank].node_id
-        return self._split(c, node, key, "SPLIT_TYPE")
+        return self._split(c, node, key, "SPLIT_TYPE", hints)
 
     def Create(self, group: Group) -> Comm:
         """Create communicator from group (collective over this communicator)."""
@@ -289,7 +308,9 @@ class Intracomm(Comm, Collectives):
             raise MPIException(
                 ERR_TAG, f"Comm.Create_group: tag {tag} is not in 0..{c.tag_ub} (TAG_UB)"
             )
-        return Intracomm._of(create_group(c, group, tag))
+        new = create_group(c, group, tag)
+        new.errhandler = c.errhandler
+        return Intracomm._of(new)
 
     @classmethod
     def Create_from_group(
@@ -300,8 +321,14 @@ class Intracomm(Comm, Collectives):
         errhandler: Any = None,
     ) -> Intracomm:
         """Create communicator from group (collective over the group's members only)."""
-        hints(info, "Intracomm.Create_from_group")
-        return Intracomm._of(create_from_group(group, stringtag))
+        hints = info_items(info, "Intracomm.Create_from_group")
+        handler = errhandler_object(errhandler, "comm", "Intracomm.Create_from_group")
+        new = create_from_group(group, stringtag)
+        new.hints = hints
+        if handler is not ERRORS_RETURN:
+            install_dispatch()
+        new.errhandler = handler
+        return Intracomm._of(new)
 
 
 COMM_NULL = Comm()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..group import Group
 from ..instance import Instance
 from ..mca.coll.base import comm_select, comm_unselect
@@ -22,8 +23,10 @@ class Communicator:
         "coll",
         "context_id",
         "engine",
+        "errhandler",
         "freed",
         "group",
+        "hints",
         "instance",
         "name",
         "pml",
@@ -61,6 +64,11 @@ class Communicator:
         self.channels: dict[int, int] = {}
         #: The collective operations' function table (the coll framework's selection).
         self.coll: Any = None
+        #: What a failing call on this communicator does (see :mod:`.errhandler`); new
+        #: communicators inherit their parent's.
+        self.errhandler: ErrhandlerObject = ERRORS_RETURN
+        #: The info hints in force (``Comm.Set_info``/``Get_info``, ``Dup_with_info``).
+        self.hints: dict[str, str] = {}
 
     @classmethod
     def create(

@@ -25,26 +25,29 @@ Process sets: ``mpi://WORLD`` (every process of the job), ``mpi://SELF`` (the ca
 ``Get_pset_info`` reports ``mpi_size``.  Groups made from a process set carry the session's
 instance, which ``Intracomm.Create_from_group`` builds the communicator on (:mod:`.from_group`).
 
-Info results (``Get_info``, ``Get_pset_info``) are :class:`SessionInfo` objects: read-only
-mappings with ``MPI.Info``'s reading methods.  ``MPI.Info`` is written on another branch;
-when it is merged, the lead engineer replaces :class:`SessionInfo` and :func:`hints` with it.
+``Get_info`` and ``Get_pset_info`` return new ``MPI.Info`` objects; ``info`` arguments are
+``MPI.Info`` (or ``INFO_NULL``/None).  Error handlers (``Session.Init(errhandler=...)``,
+``Set_errhandler``, ...) come from :mod:`.errhandler`, whose mixin this class inherits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any, Self, TypeVar, cast
 
 import attrs
 
 from .. import boot
 from ..constants import THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE
+from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..errors import ERR_ARG, ERR_INFO_VALUE, ERR_SESSION
 from ..errors import Exception as MPIException
 from ..group import Group, Members
 from ..handle import Handle
 from ..instance import Instance, acquire, release, world_state
 from .checks import as_int
+from .errhandler import SessionErrhandlers, errhandler_object
+from .info import Info, info_items
 
 G = TypeVar("G", bound=Group)
 
@@ -61,69 +64,9 @@ THREAD_LEVEL_NAMES = {
 }
 
 
-# -- info (MPI.Info replaces these at merge) ------------------------------------------------------
-
-
-class SessionInfo(Mapping[str, str]):
-    """The hints a session reports: a read-only mapping with ``MPI.Info``'s reading methods.
-
-    Replaced by ``MPI.Info`` when the branch that writes it is merged.
-    """
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, str]) -> None:
-        self._items = dict(items)
-
-    def __getitem__(self, key: str) -> str:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __repr__(self) -> str:
-        return f"<SessionInfo {self._items!r}>"
-
-    def Get(self, key: str) -> str | None:
-        """Retrieve the value associated with a key (None if absent)."""
-        if not isinstance(key, str):
-            raise TypeError(f"Info.Get: the key must be a str, not {type(key).__name__}")
-        return self._items.get(key)
-
-    def Get_nkeys(self) -> int:
-        """Return the number of currently defined keys in info."""
-        return len(self._items)
-
-    def Get_nthkey(self, n: int) -> str:
-        """Return the *n*-th defined key in info."""
-        n = as_int(n, "Info.Get_nthkey: n")
-        keys = list(self._items)
-        if not 0 <= n < len(keys):
-            raise MPIException(ERR_ARG, f"Info.Get_nthkey: {n} is not in 0..{len(keys) - 1}")
-        return keys[n]
-
-    def Free(self) -> None:
-        """Free an info object (it is empty afterwards)."""
-        self._items.clear()
-
-
 def hints(info: object, call: str) -> dict[str, str]:
-    """The key/value pairs of an ``info`` argument (None or a null/empty info: none).
-
-    Replaced by a check for ``MPI.Info`` when the branch that writes it is merged.
-    """
-    if info is None:
-        return {}
-    if not isinstance(info, Mapping):
-        raise TypeError(f"{call}: info must be an Info, not {type(info).__name__}")
-    pairs = dict(info.items())
-    for key, value in pairs.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"{call}: info keys and values are str, got {key!r}: {value!r}")
-    return pairs
+    """The key/value pairs of an ``info`` argument (None or ``INFO_NULL``: none)."""
+    return info_items(info, call)
 
 
 def granted_level(info: object, call: str) -> int:
@@ -154,14 +97,15 @@ class SessionState:
     instance: Instance
     #: The thread level this session was granted.
     thread_level: int
-    #: The error handler given to ``Session.Init`` (None: errors raise ``MPI.Exception``).
-    errhandler: Any
+    #: The session's error handler (``ERRORS_RETURN`` unless ``Init`` or ``Set_errhandler``
+    #: said otherwise).
+    errhandler: ErrhandlerObject
     #: Lets go of the instance; None for a session that holds no reference (:func:`session_on`).
     release: Callable[[], None] | None
     finalized: bool = False
 
 
-class Session(Handle, referent="_s"):
+class Session(SessionErrhandlers, Handle, referent="_s"):
     """Session context."""
 
     __slots__ = ("_s",)
@@ -216,9 +160,10 @@ class Session(Handle, referent="_s"):
     def Init(cls, info: Any = None, errhandler: Any = None) -> Self:
         """Create a new session."""
         level = granted_level(info, "Session.Init")
+        handler = errhandler_object(errhandler, "session", "Session.Init")
         instance = acquire(lambda: boot.start(level))
         instance.thread_level = max(instance.thread_level, level)
-        return cls._of(SessionState(instance, level, errhandler, lambda: release(boot.stop)))
+        return cls._of(SessionState(instance, level, handler, lambda: release(boot.stop)))
 
     def Finalize(self) -> None:
         """Finalize a session."""
@@ -253,16 +198,16 @@ class Session(Handle, referent="_s"):
             )
         return PSETS[n]
 
-    def Get_info(self) -> SessionInfo:
+    def Get_info(self) -> Info:
         """Return the current hints for a session."""
         state = self._live("Session.Get_info")
-        return SessionInfo({"thread_level": THREAD_LEVEL_NAMES[state.thread_level]})
+        return Info.Create({"thread_level": THREAD_LEVEL_NAMES[state.thread_level]})
 
-    def Get_pset_info(self, pset_name: str) -> SessionInfo:
+    def Get_pset_info(self, pset_name: str) -> Info:
         """Return the current hints for a session and process set."""
         state = self._live("Session.Get_pset_info")
         procs = pset_procs(state.instance, pset_name, "Session.Get_pset_info")
-        return SessionInfo({"mpi_size": str(len(procs))})
+        return Info.Create({"mpi_size": str(len(procs))})
 
     def Create_group(self, pset_name: str) -> Group:
         """Create a new group from session and process set."""
@@ -307,4 +252,4 @@ def session_on(instance: Instance, info: Any = None) -> Session:
     its own: ``Session.Init`` would share the one default instance of the interpreter.
     """
     level = granted_level(info, "session_on")
-    return Session._of(SessionState(instance, level, None, None))
+    return Session._of(SessionState(instance, level, ERRORS_RETURN, None))

@@ -1,0 +1,424 @@
+"""``MPI.Errhandler`` and the error-handler calls of communicators and sessions.
+
+Where errors are dispatched
+---------------------------
+Every failing MPI call raises ``MPI.Exception`` where the failure is found (an argument check,
+a truncated receive, a PML error), exactly as before error handlers existed.  The handler of
+the object the call was made on runs where that exception *leaves the API*: a thin wrapper
+around each public method of the handle classes catches ``MPI.Exception``, runs the object's
+handler (:func:`ompy.ompi.errhandler.invoke`) and re-raises.  So:
+
+- ``ERRORS_RETURN`` (the default on ``COMM_WORLD``, ``COMM_SELF``, every communicator made
+  from them and every session, as in mpi4py): the call raises ``MPI.Exception``;
+- ``ERRORS_ARE_FATAL``/``ERRORS_ABORT``: the instance's ``abort`` ends the job with the error
+  message (a launched process exits through the run-time, which ends the job);
+- a user handler (``Comm.Create_errhandler(fn)``): ``fn(handle, errorcode)`` runs, then the
+  call raises ``MPI.Exception`` anyway, as in mpi4py (whose C call returns the error code after
+  the handler returned, which it raises).
+
+The wrappers cost a Python call per API call, so they are installed only when a program first
+gives some object a handler other than ``ERRORS_RETURN`` (:func:`install_dispatch`, once per
+process, idempotent).  A program that never does so runs the methods exactly as written: the
+default path costs nothing.  Once installed, a method of an object whose handler is
+``ERRORS_RETURN`` pays only that call.  An exception handled once is marked, so an API call
+made inside another (``Clone`` calls ``Dup``) does not run the handler twice.
+
+Each class with error handlers inherits :class:`ErrhandlerMixin` through a small kind-specific
+mixin that says where its handler lives (:class:`CommErrhandlers`, :class:`SessionErrhandlers`;
+windows and files add theirs the same way), so ``Set_errhandler``/``Get_errhandler``/
+``Call_errhandler``/``Create_errhandler`` are written once.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self
+
+from ..errhandler import (
+    ERRORS_ABORT as _ABORT,
+)
+from ..errhandler import (
+    ERRORS_ARE_FATAL as _FATAL,
+)
+from ..errhandler import (
+    ERRORS_RETURN as _RETURN,
+)
+from ..errhandler import (
+    NULL_INDEX,
+    PREDEFINED,
+    ErrhandlerObject,
+    invoke,
+)
+from ..errors import ERR_ARG
+from ..errors import Exception as MPIException
+from ..handle import Handle
+from ..instance import Instance, current
+from .checks import as_int
+
+if TYPE_CHECKING:
+    from .communicator import Communicator
+    from .session import SessionState
+
+__all__ = [
+    "ERRHANDLER_NULL",
+    "ERRORS_ABORT",
+    "ERRORS_ARE_FATAL",
+    "ERRORS_RETURN",
+    "CommErrhandlers",
+    "Errhandler",
+    "ErrhandlerMixin",
+    "SessionErrhandlers",
+    "errhandler_object",
+    "install_dispatch",
+]
+
+
+class Errhandler(Handle, referent="_e"):
+    """Error handler."""
+
+    __slots__ = ("_e",)
+
+    def __init__(self, errhandler: Errhandler | None = None) -> None:
+        if errhandler is None:
+            self._e: ErrhandlerObject | None = None
+        elif isinstance(errhandler, Errhandler):
+            self._e = errhandler._e
+        else:
+            raise TypeError(
+                f"{type(self).__name__}() takes an Errhandler, not {type(errhandler).__name__}"
+            )
+
+    @classmethod
+    def _of(cls, handler: ErrhandlerObject | None) -> Self:
+        handle = cls.__new__(cls)
+        handle._e = handler
+        return handle
+
+    def __repr__(self) -> str:
+        handler = self._e
+        name = "ERRHANDLER_NULL" if handler is None else handler.name
+        return f"<{type(self).__name__} {name}>"
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        for name, constant in _CONSTANTS.items():
+            if self is constant:
+                return name
+        handler = self._e
+        if handler is None:
+            return (type(self), ())
+        if handler.predefined:
+            return (type(self), (_CONSTANT_OF[handler.index],))
+        kind = type(self)
+        raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
+
+    def free(self) -> None:
+        """Call `Free` if not null."""
+        if self._e is not None and self not in _CONSTANTS.values():
+            self.Free()
+
+    def Free(self) -> None:
+        """Free an error handler (this handle becomes ``ERRHANDLER_NULL``).
+
+        Objects that use the handler keep it, as in MPI; the predefined constants themselves
+        cannot be freed.
+        """
+        if self._e is None:
+            raise MPIException(ERR_ARG, "Errhandler.Free: the handle is ERRHANDLER_NULL")
+        for name, constant in _CONSTANTS.items():
+            if self is constant:
+                raise MPIException(
+                    ERR_ARG, f"Errhandler.Free: {name} is predefined and cannot be freed"
+                )
+        self._e = None
+
+    # -- integer handles -----------------------------------------------------------------------
+
+    def toint(self) -> int:
+        """Translate object to integer handle."""
+        return NULL_INDEX if self._e is None else self._e.index
+
+    @classmethod
+    def fromint(cls, arg: int, /) -> Errhandler:
+        """Translate integer handle to object."""
+        index = as_int(arg, "Errhandler.fromint: arg")
+        if index == NULL_INDEX:
+            return ERRHANDLER_NULL
+        predefined = PREDEFINED.get(index)
+        if predefined is not None:
+            return _CONSTANT_OF[index]
+        handler = current("Errhandler.fromint").errhandlers.lookup(index)
+        if handler is None:
+            raise MPIException(
+                ERR_ARG, f"Errhandler.fromint: {index} is not the handle of an error handler"
+            )
+        return cls._of(handler)
+
+    def py2f(self) -> int:
+        """Fortran handle of the error handler (its integer handle)."""
+        return self.toint()
+
+    @classmethod
+    def f2py(cls, arg: int) -> Errhandler:
+        """The error handler of a Fortran handle."""
+        return cls.fromint(arg)
+
+
+#: Null error handler.
+ERRHANDLER_NULL: Final = Errhandler()
+#: Errors return error handler: failing calls raise ``MPI.Exception``.
+ERRORS_RETURN: Final = Errhandler._of(_RETURN)
+#: Errors abort error handler: failing calls end the processes of the object (the job).
+ERRORS_ABORT: Final = Errhandler._of(_ABORT)
+#: Errors are fatal error handler: failing calls end the job.
+ERRORS_ARE_FATAL: Final = Errhandler._of(_FATAL)
+
+_CONSTANTS: Final = {
+    "ERRHANDLER_NULL": ERRHANDLER_NULL,
+    "ERRORS_RETURN": ERRORS_RETURN,
+    "ERRORS_ABORT": ERRORS_ABORT,
+    "ERRORS_ARE_FATAL": ERRORS_ARE_FATAL,
+}
+_CONSTANT_OF: Final = {h.toint(): h for h in (ERRORS_RETURN, ERRORS_ABORT, ERRORS_ARE_FATAL)}
+
+
+def errhandler_object(errhandler: object, kind: str, call: str) -> ErrhandlerObject:
+    """The handler an ``errhandler`` argument names, checked for an object of ``kind``.
+
+    None means mpi4py's default (``ERRORS_RETURN``: errors raise ``MPI.Exception``).
+    """
+    if errhandler is None:
+        return _RETURN
+    if not isinstance(errhandler, Errhandler):
+        raise TypeError(f"{call}: expecting an Errhandler, not {type(errhandler).__name__}")
+    handler = errhandler._e
+    if handler is None:
+        raise MPIException(ERR_ARG, f"{call}: the error handler is ERRHANDLER_NULL")
+    if handler.kind is not None and handler.kind != kind:
+        raise MPIException(
+            ERR_ARG,
+            f"{call}: {handler.name} was created for {handler.kind} objects, not {kind} objects",
+        )
+    return handler
+
+
+# -- the mixin ----------------------------------------------------------------------------------
+
+
+class ErrhandlerHolder(Protocol):
+    """What an object with an error handler offers (a communicator, a session's state)."""
+
+    instance: Instance
+    errhandler: ErrhandlerObject
+
+
+class ErrhandlerMixin:
+    """The error-handler calls, written once for every kind of object that has a handler."""
+
+    __slots__ = ()
+
+    #: The kind user handlers must be created for (``Comm.Create_errhandler`` -> "comm").
+    _errhandler_kind: ClassVar[str]
+
+    def _errhandler_holder(self, call: str) -> ErrhandlerHolder:
+        """The live object behind the handle (raises if the handle is null)."""
+        raise NotImplementedError
+
+    def _errhandler_holder_or_none(self) -> ErrhandlerHolder | None:
+        """The live object behind the handle, or None: no handler runs for a null handle."""
+        raise NotImplementedError
+
+    def _errhandler_describe(self, holder: Any) -> str:
+        """Which object an abort message names."""
+        raise NotImplementedError
+
+    def _errhandler_view(self, holder: Any) -> Self:
+        """A fresh handle on ``holder`` for a user function."""
+        raise NotImplementedError
+
+    def _errhandler_forget(self, handle: Any) -> None:
+        """Turn a handle made by :meth:`_errhandler_view` null."""
+        raise NotImplementedError
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Callable[[Any, int], None]) -> Errhandler:
+        """Create a new error handler: ``errhandler_fn(obj, errorcode)`` runs on errors."""
+        call = f"{cls.__name__}.Create_errhandler"
+        if not callable(errhandler_fn):
+            raise TypeError(f"{call}: errhandler_fn must be callable, not {errhandler_fn!r}")
+        handler = current(call).errhandlers.create(cls._errhandler_kind, errhandler_fn)
+        return Errhandler._of(handler)
+
+    def Get_errhandler(self) -> Errhandler:
+        """Get the error handler (a new handle; free it with ``Free``)."""
+        holder = self._errhandler_holder(f"{type(self).__name__}.Get_errhandler")
+        return Errhandler._of(holder.errhandler)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        """Set the error handler."""
+        call = f"{type(self).__name__}.Set_errhandler"
+        holder = self._errhandler_holder(call)
+        handler = errhandler_object(errhandler, self._errhandler_kind, call)
+        if handler is not _RETURN:
+            install_dispatch()
+        holder.errhandler = handler
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        """Call the error handler with an error code (returns if the handler returns)."""
+        call = f"{type(self).__name__}.Call_errhandler"
+        holder = self._errhandler_holder(call)
+        errorcode = as_int(errorcode, f"{call}: errorcode")
+        invoke(
+            holder.instance,
+            holder.errhandler,
+            errorcode,
+            where=f"{call} on {self._errhandler_describe(holder)}",
+            make_handle=lambda: self._errhandler_view(holder),
+            forget_handle=self._errhandler_forget,
+        )
+
+    # -- dispatch (see the module docstring) ---------------------------------------------------
+
+    def _errhandler_raise(self, error: MPIException, call: str) -> None:
+        """Run this object's handler for ``error`` on its way out of ``call`` (then re-raised)."""
+        if error.__dict__.get("_ompy_handled"):
+            return
+        holder = self._errhandler_holder_or_none()
+        if holder is None or holder.errhandler is _RETURN:
+            return
+        error._ompy_handled = True  # type: ignore[attr-defined]
+        invoke(
+            holder.instance,
+            holder.errhandler,
+            error.ob_mpi,
+            where=f"{call} on {self._errhandler_describe(holder)}",
+            make_handle=lambda: self._errhandler_view(holder),
+            forget_handle=self._errhandler_forget,
+            detail=error.detail,
+        )
+
+
+class CommErrhandlers(ErrhandlerMixin):
+    """Error handlers of ``Comm``: the handler lives on the communicator, shared by its handles."""
+
+    __slots__ = ()
+    _errhandler_kind = "comm"
+    _c: Communicator | None  # provided by Comm
+
+    def _live(self, call: str) -> Communicator:  # provided by Comm
+        raise NotImplementedError
+
+    @classmethod
+    def _of(cls, communicator: Communicator | None) -> Self:  # provided by Comm
+        raise NotImplementedError
+
+    def _errhandler_holder(self, call: str) -> Communicator:
+        return self._live(call)
+
+    def _errhandler_holder_or_none(self) -> Communicator | None:
+        c = self._c
+        return None if c is None or c.freed else c
+
+    def _errhandler_describe(self, holder: Communicator) -> str:
+        return f"{holder.name} (rank {holder.rank} of {holder.size})"
+
+    def _errhandler_view(self, holder: Communicator) -> Self:
+        return type(self)._of(holder)
+
+    def _errhandler_forget(self, handle: Any) -> None:
+        handle._c = None
+
+
+class SessionErrhandlers(ErrhandlerMixin):
+    """Error handlers of ``Session``: the handler lives on the session's state."""
+
+    __slots__ = ()
+    _errhandler_kind = "session"
+    _s: SessionState | None  # provided by Session
+
+    def _live(self, call: str) -> SessionState:  # provided by Session
+        raise NotImplementedError
+
+    @classmethod
+    def _of(cls, state: SessionState) -> Self:  # provided by Session
+        raise NotImplementedError
+
+    def _errhandler_holder(self, call: str) -> SessionState:
+        return self._live(call)
+
+    def _errhandler_holder_or_none(self) -> SessionState | None:
+        state = self._s
+        return None if state is None or state.finalized else state
+
+    def _errhandler_describe(self, holder: SessionState) -> str:
+        return f"a session of rank {holder.instance.world_rank}"
+
+    def _errhandler_view(self, holder: SessionState) -> Self:
+        return type(self)._of(holder)
+
+    def _errhandler_forget(self, handle: Any) -> None:
+        handle._s = None
+
+
+# -- installing the dispatch wrappers -----------------------------------------------------------
+
+#: Methods that are not wrapped: Call_errhandler runs the handler itself and returns.
+_UNWRAPPED: Final = frozenset({"Call_errhandler"})
+_MARK: Final = "__ompy_errhandler__"
+_INSTALL_LOCK: Final = threading.Lock()
+
+
+def _dispatching(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, running the object's handler on an ``MPI.Exception`` before re-raising it."""
+    name = method.__qualname__
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except MPIException as error:
+            if isinstance(self, ErrhandlerMixin):
+                self._errhandler_raise(error, name)
+            raise
+
+    setattr(call, _MARK, True)
+    return call
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    found: list[type] = []
+    subclasses: list[type] = cls.__subclasses__()
+    for sub in subclasses:
+        found.append(sub)
+        found.extend(_all_subclasses(sub))
+    return found
+
+
+def install_dispatch() -> None:
+    """Wrap every public method of ompy's handle classes that have error handlers (idempotent).
+
+    The classes are those that inherit :class:`ErrhandlerMixin`, and every ompy class they
+    inherit methods from (``PointToPoint``, ``Collectives``, ...); user subclasses inherit the
+    wrapped methods.  Called the first time an object gets a handler other than
+    ``ERRORS_RETURN``.
+    """
+    with _INSTALL_LOCK:
+        seen: set[type] = set()
+        for handle_class in _all_subclasses(ErrhandlerMixin):
+            for cls in handle_class.__mro__:
+                if cls in seen or not cls.__module__.startswith("ompy."):
+                    continue
+                seen.add(cls)
+                for name, member in list(vars(cls).items()):
+                    if (
+                        name.startswith("_")
+                        or name in _UNWRAPPED
+                        or not isinstance(member, types.FunctionType)
+                        or _MARK in member.__dict__
+                    ):
+                        continue
+                    setattr(cls, name, _dispatching(member))

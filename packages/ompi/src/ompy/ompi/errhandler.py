@@ -1,0 +1,147 @@
+"""Error handlers underneath ``MPI.Errhandler``: what each one does, and the instance's table.
+
+An MPI object that can fail (communicator, session, later window and file) carries an error
+handler, which decides what happens when a call on it fails: return the error (mpi4py raises
+it as ``MPI.Exception``), abort the job, or call a user function first.  This module holds the
+objects handles refer to (:class:`ErrhandlerObject`), the three predefined ones, the per-process
+table of user-created handlers (:class:`ErrhandlerTable`, one per
+:class:`~ompy.ompi.instance.Instance`, which gives handlers their integer handles), and
+:func:`invoke`, the one place a handler runs.  Where handlers are invoked from (the API
+boundary) is :mod:`ompy.ompi.api.errhandler`'s business.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from .errors import ERR_OTHER, SUCCESS
+from .errors import Exception as MPIException
+
+if TYPE_CHECKING:
+    from .instance import Instance
+
+
+class Action(enum.Enum):
+    """What a handler does with an error."""
+
+    #: Hand the error back: the call raises ``MPI.Exception`` (mpi4py's default).
+    RETURN = "return"
+    #: End the job (MPI_ERRORS_ARE_FATAL).
+    FATAL = "fatal"
+    #: End the processes of the object's group; ompy ends the job (MPI_ERRORS_ABORT).
+    ABORT = "abort"
+    #: Call a user function with (handle, errorcode), then hand the error back.
+    USER = "user"
+
+
+#: The kinds of object a user handler can be created for (``Comm.Create_errhandler``, ...).
+KINDS: Final = ("comm", "session", "win", "file")
+
+
+@attrs.define(eq=False)
+class ErrhandlerObject:
+    """One error handler; ``MPI.Errhandler`` handles refer to it."""
+
+    name: str
+    action: Action
+    #: The integer handle (``toint``/``py2f``): Open MPI's indices for the predefined handlers,
+    #: the instance table's for user handlers.
+    index: int
+    #: The kind of object a user handler is for (one of :data:`KINDS`); None: any kind.
+    kind: str | None = None
+    function: Callable[[Any, int], Any] | None = None
+
+    @property
+    def predefined(self) -> bool:
+        return self.kind is None
+
+    def __repr__(self) -> str:
+        return f"<ErrhandlerObject {self.name}>"
+
+
+#: The predefined handlers, with Open MPI's integer handles (0 is ERRHANDLER_NULL).
+ERRORS_ARE_FATAL: Final = ErrhandlerObject("MPI_ERRORS_ARE_FATAL", Action.FATAL, 1)
+ERRORS_RETURN: Final = ErrhandlerObject("MPI_ERRORS_RETURN", Action.RETURN, 2)
+ERRORS_ABORT: Final = ErrhandlerObject("MPI_ERRORS_ABORT", Action.ABORT, 3)
+PREDEFINED: Final = {h.index: h for h in (ERRORS_ARE_FATAL, ERRORS_RETURN, ERRORS_ABORT)}
+#: The integer handle of ERRHANDLER_NULL.
+NULL_INDEX: Final = 0
+
+
+@attrs.define(eq=False)
+class ErrhandlerTable:
+    """The user-created error handlers of one process, by integer handle.
+
+    ``Errhandler.Free`` only turns the freed handle null: the handler stays here (a few bytes)
+    so that objects still using it, and integer handles made from it, stay valid.
+    """
+
+    handlers: dict[int, ErrhandlerObject] = attrs.field(factory=dict)
+    next_index: int = max(PREDEFINED) + 1
+    lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
+
+    def create(self, kind: str, function: Callable[[Any, int], Any]) -> ErrhandlerObject:
+        """A new user handler for objects of ``kind``, entered in the table."""
+        with self.lock:
+            index = self.next_index
+            self.next_index += 1
+            handler = ErrhandlerObject(f"user {kind} errhandler {index}", Action.USER, index)
+            handler.kind = kind
+            handler.function = function
+            self.handlers[index] = handler
+            return handler
+
+    def lookup(self, index: int) -> ErrhandlerObject | None:
+        """The handler with integer handle ``index`` (None for ERRHANDLER_NULL or unknown)."""
+        predefined = PREDEFINED.get(index)
+        if predefined is not None:
+            return predefined
+        return self.handlers.get(index)
+
+
+def invoke(
+    instance: Instance,
+    handler: ErrhandlerObject,
+    errorcode: int,
+    *,
+    where: str,
+    make_handle: Callable[[], Any],
+    forget_handle: Callable[[Any], None],
+    detail: str | None = None,
+) -> None:
+    """Run ``handler`` for ``errorcode``; returns if the error goes back to the caller.
+
+    ``where`` names the call and object for abort messages; ``make_handle()`` builds the handle
+    a user function receives, which ``forget_handle`` turns null afterwards (as mpi4py does, so
+    the function cannot keep it); ``detail`` is what the failing call said was wrong.  A user
+    function that raises ends the job: the error cannot be handed back through it.
+    """
+    action = handler.action
+    if action is Action.RETURN:
+        return
+    if action is Action.USER:
+        assert handler.function is not None
+        handle = make_handle()
+        try:
+            handler.function(handle, errorcode)
+        except BaseException:
+            traceback.print_exc()
+            print("Fatal error: exception in user-defined error handler function", file=sys.stderr)
+            instance.abort(1, f"{where}: exception in user-defined error handler function")
+        finally:
+            forget_handle(handle)
+        return
+    # ERRORS_ARE_FATAL / ERRORS_ABORT: the job ends (an abort never reports success).
+    text = str(MPIException(errorcode, detail))
+    instance.abort(
+        errorcode if errorcode != SUCCESS else ERR_OTHER,
+        f"{where}: {text}; {handler.name}: the processes of this communicator will now abort "
+        "(ompy ends the job)",
+    )
