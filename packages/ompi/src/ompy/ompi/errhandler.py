@@ -142,6 +142,6 @@ def invoke(
     text = str(MPIException(errorcode, detail))
     instance.abort(
         errorcode if errorcode != SUCCESS else ERR_OTHER,
-        f"{where}: {text}; {handler.name}: the processes of this communicator will now abort "
+        f"{where}: {text}; {handler.name}: the processes of this object will now abort "
         "(ompy ends the job)",
     )

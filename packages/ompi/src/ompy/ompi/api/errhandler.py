@@ -184,12 +184,15 @@ _CONSTANTS: Final = {
 _CONSTANT_OF: Final = {h.toint(): h for h in (ERRORS_RETURN, ERRORS_ABORT, ERRORS_ARE_FATAL)}
 
 
-def errhandler_object(errhandler: object, kind: str, call: str) -> ErrhandlerObject:
+def errhandler_object(
+    errhandler: object, kind: str, call: str, *, optional: bool = True
+) -> ErrhandlerObject:
     """The handler an ``errhandler`` argument names, checked for an object of ``kind``.
 
-    None means mpi4py's default (``ERRORS_RETURN``: errors raise ``MPI.Exception``).
+    None, where the argument is ``optional``, means mpi4py's default (``ERRORS_RETURN``:
+    errors raise ``MPI.Exception``).
     """
-    if errhandler is None:
+    if errhandler is None and optional:
         return _RETURN
     if not isinstance(errhandler, Errhandler):
         raise TypeError(f"{call}: expecting an Errhandler, not {type(errhandler).__name__}")
@@ -262,7 +265,7 @@ class ErrhandlerMixin:
         """Set the error handler."""
         call = f"{type(self).__name__}.Set_errhandler"
         holder = self._errhandler_holder(call)
-        handler = errhandler_object(errhandler, self._errhandler_kind, call)
+        handler = errhandler_object(errhandler, self._errhandler_kind, call, optional=False)
         if handler is not _RETURN:
             install_dispatch()
         holder.errhandler = handler
@@ -374,7 +377,7 @@ _INSTALL_LOCK: Final = threading.Lock()
 
 def _dispatching(method: Callable[..., Any]) -> Callable[..., Any]:
     """``method``, running the object's handler on an ``MPI.Exception`` before re-raising it."""
-    name = method.__qualname__
+    name = method.__name__
 
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -382,7 +385,7 @@ def _dispatching(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(self, *args, **kwargs)
         except MPIException as error:
             if isinstance(self, ErrhandlerMixin):
-                self._errhandler_raise(error, name)
+                self._errhandler_raise(error, f"{type(self).__name__}.{name}")
             raise
 
     setattr(call, _MARK, True)
