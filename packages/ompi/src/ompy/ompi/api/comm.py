@@ -33,9 +33,9 @@ from .cid import agree_context_id
 from .collective import Collectives
 from .comm_info import CommInfo
 from .communicator import Communicator
-from .errhandler import CommErrhandlers, errhandler_object, install_dispatch
+from .errhandler import CommErrhandlers, Errhandler, errhandler_object, install_dispatch
 from .from_group import create_from_group, create_group
-from .info import info_items
+from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
 
@@ -217,7 +217,7 @@ class Comm(CommErrhandlers, CommInfo, PointToPoint, Handle, referent="_c"):
         new.hints = dict(hints or {})
         return type(self)._of(new)
 
-    def Dup(self, info: Any = None) -> Comm:
+    def Dup(self, info: Info | None = None) -> Comm:
         """Duplicate a communicator (with the hints of ``info``, else the parent's)."""
         c = self._live("Comm.Dup")
         hints = c.hints if info is None else info_items(info, "Comm.Dup")
@@ -245,7 +245,7 @@ class Comm(CommErrhandlers, CommInfo, PointToPoint, Handle, referent="_c"):
         members = sorted((k, r) for r, (col, k) in enumerate(pairs) if col == color)
         return self._new(c, tuple(c.world_ranks[r] for _, r in members), how, hints)
 
-    def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> Comm:
+    def Split_type(self, split_type: int, key: int = 0, info: Info = INFO_NULL) -> Comm:
         """Split communicator by type: COMM_TYPE_SHARED groups the processes of each node."""
         c = self._live("Comm.Split_type")
         split_type = as_int(split_type, "Comm.Split_type: split_type")
@@ -317,8 +317,8 @@ class Intracomm(Comm, Collectives):
         cls,
         group: Group,
         stringtag: str = "org.mpi4py",
-        info: Any = None,
-        errhandler: Any = None,
+        info: Info = INFO_NULL,
+        errhandler: Errhandler | None = None,
     ) -> Intracomm:
         """Create communicator from group (collective over the group's members only)."""
         hints = info_items(info, "Intracomm.Create_from_group")

@@ -46,8 +46,8 @@ from ..group import Group, Members
 from ..handle import Handle
 from ..instance import Instance, acquire, release, world_state
 from .checks import as_int
-from .errhandler import SessionErrhandlers, errhandler_object
-from .info import Info, info_items
+from .errhandler import Errhandler, SessionErrhandlers, errhandler_object
+from .info import INFO_NULL, Info, info_items
 
 G = TypeVar("G", bound=Group)
 
@@ -157,7 +157,7 @@ class Session(SessionErrhandlers, Handle, referent="_s"):
     # -- life cycle --------------------------------------------------------------------------
 
     @classmethod
-    def Init(cls, info: Any = None, errhandler: Any = None) -> Self:
+    def Init(cls, info: Info = INFO_NULL, errhandler: Errhandler | None = None) -> Self:
         """Create a new session."""
         level = granted_level(info, "Session.Init")
         handler = errhandler_object(errhandler, "session", "Session.Init")
@@ -179,13 +179,13 @@ class Session(SessionErrhandlers, Handle, referent="_s"):
 
     # -- process sets --------------------------------------------------------------------------
 
-    def Get_num_psets(self, info: Any = None) -> int:
+    def Get_num_psets(self, info: Info = INFO_NULL) -> int:
         """Number of available process sets."""
         self._live("Session.Get_num_psets")
         hints(info, "Session.Get_num_psets")
         return len(PSETS)
 
-    def Get_nth_pset(self, n: int, info: Any = None) -> str:
+    def Get_nth_pset(self, n: int, info: Info = INFO_NULL) -> str:
         """Name of the *n*-th process set."""
         self._live("Session.Get_nth_pset")
         n = as_int(n, "Session.Get_nth_pset: n")
@@ -245,7 +245,7 @@ def pset_group(session: object, pset_name: object, kind: type[G], call: str) -> 
     return cast(G, kind._of(Members(procs, instance.world_rank, instance=instance)))
 
 
-def session_on(instance: Instance, info: Any = None) -> Session:
+def session_on(instance: Instance, info: Info = INFO_NULL) -> Session:
     """A session on ``instance`` that holds no reference to the default instance.
 
     How a test gives each rank of an in-process loopback world (:mod:`.testing`) a session of
