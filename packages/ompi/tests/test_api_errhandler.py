@@ -185,6 +185,26 @@ def test_truncation_in_a_receive_goes_through_the_handler(recorder):
     assert [code for _, _, code in calls] == [MPI.ERR_TRUNCATE]
 
 
+def test_errors_of_requests_go_to_their_communicators_handler(recorder):
+    user, calls, kept = recorder
+
+    def body(world):
+        dup = world.Dup()
+        dup.Set_errhandler(user)
+        if world.rank == 0:
+            dup.Send(np.arange(4.0), 1, 3)
+            return None
+        kept.append(dup)
+        request = dup.Irecv(np.zeros(2), 0, 3)
+        with pytest.raises(MPI.Exception) as error:
+            request.Wait()
+        return error.value.Get_error_class()
+
+    assert run_ranks(make_world(2), body)[1] == MPI.ERR_TRUNCATE
+    ((handle, was_equal, code),) = calls
+    assert was_equal and code == MPI.ERR_TRUNCATE and isinstance(handle, MPI.Comm)
+
+
 @pytest.mark.parametrize("handler", ["ERRORS_ARE_FATAL", "ERRORS_ABORT"])
 def test_fatal_handlers_abort_with_the_error_message(handler):
     (world,) = make_world(1)
@@ -267,6 +287,7 @@ def test_methods_are_wrapped_only_once_a_handler_other_than_errors_return_is_set
         world.Dup().Set_errhandler(MPI.ERRORS_ARE_FATAL)
         assert PointToPoint.__dict__["Send"].__wrapped__ is plain, "not wrapped"
         assert MPI.Intracomm.Barrier.__wrapped__ and MPI.Session.Get_info.__wrapped__
+        assert MPI.Request.Wait.__wrapped__ and MPI.Prequest.Start.__wrapped__
         print("ok")
         """
     )

@@ -26,7 +26,8 @@ made inside another (``Clone`` calls ``Dup``) does not run the handler twice.
 Each class with error handlers inherits :class:`ErrhandlerMixin` through a small kind-specific
 mixin that says where its handler lives (:class:`CommErrhandlers`, :class:`SessionErrhandlers`;
 windows and files add theirs the same way), so ``Set_errhandler``/``Get_errhandler``/
-``Call_errhandler``/``Create_errhandler`` are written once.
+``Call_errhandler``/``Create_errhandler`` are written once.  ``Request`` has no handler of its
+own: :class:`RequestErrhandlers` (dispatch hooks only) sends its errors to its communicator's.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ __all__ = [
     "ERRORS_RETURN",
     "CommErrhandlers",
     "Errhandler",
+    "ErrhandlerDispatch",
     "ErrhandlerMixin",
+    "RequestErrhandlers",
     "SessionErrhandlers",
     "errhandler_object",
     "install_dispatch",
@@ -217,7 +220,47 @@ class ErrhandlerHolder(Protocol):
     errhandler: ErrhandlerObject
 
 
-class ErrhandlerMixin:
+class ErrhandlerDispatch:
+    """Where a handle's errors go: the hooks the dispatch wrappers use (see the docstring)."""
+
+    __slots__ = ()
+
+    def _errhandler_holder_or_none(self) -> ErrhandlerHolder | None:
+        """The live object whose handler runs, or None: no handler runs for a null handle."""
+        raise NotImplementedError
+
+    def _errhandler_describe(self, holder: Any) -> str:
+        """Which object an abort message names."""
+        raise NotImplementedError
+
+    def _errhandler_view(self, holder: Any) -> Any:
+        """A fresh handle on ``holder`` for a user function."""
+        raise NotImplementedError
+
+    def _errhandler_forget(self, handle: Any) -> None:
+        """Turn a handle made by :meth:`_errhandler_view` null."""
+        raise NotImplementedError
+
+    def _errhandler_raise(self, error: MPIException, call: str) -> None:
+        """Run the holder's handler for ``error`` on its way out of ``call`` (then re-raised)."""
+        if error.__dict__.get("_ompy_handled"):
+            return
+        holder = self._errhandler_holder_or_none()
+        if holder is None or holder.errhandler is _RETURN:
+            return
+        error._ompy_handled = True  # type: ignore[attr-defined]
+        invoke(
+            holder.instance,
+            holder.errhandler,
+            error.ob_mpi,
+            where=f"{call} on {self._errhandler_describe(holder)}",
+            make_handle=lambda: self._errhandler_view(holder),
+            forget_handle=self._errhandler_forget,
+            detail=error.detail,
+        )
+
+
+class ErrhandlerMixin(ErrhandlerDispatch):
     """The error-handler calls, written once for every kind of object that has a handler."""
 
     __slots__ = ()
@@ -227,22 +270,6 @@ class ErrhandlerMixin:
 
     def _errhandler_holder(self, call: str) -> ErrhandlerHolder:
         """The live object behind the handle (raises if the handle is null)."""
-        raise NotImplementedError
-
-    def _errhandler_holder_or_none(self) -> ErrhandlerHolder | None:
-        """The live object behind the handle, or None: no handler runs for a null handle."""
-        raise NotImplementedError
-
-    def _errhandler_describe(self, holder: Any) -> str:
-        """Which object an abort message names."""
-        raise NotImplementedError
-
-    def _errhandler_view(self, holder: Any) -> Self:
-        """A fresh handle on ``holder`` for a user function."""
-        raise NotImplementedError
-
-    def _errhandler_forget(self, handle: Any) -> None:
-        """Turn a handle made by :meth:`_errhandler_view` null."""
         raise NotImplementedError
 
     # -- the calls -----------------------------------------------------------------------------
@@ -282,26 +309,6 @@ class ErrhandlerMixin:
             where=f"{call} on {self._errhandler_describe(holder)}",
             make_handle=lambda: self._errhandler_view(holder),
             forget_handle=self._errhandler_forget,
-        )
-
-    # -- dispatch (see the module docstring) ---------------------------------------------------
-
-    def _errhandler_raise(self, error: MPIException, call: str) -> None:
-        """Run this object's handler for ``error`` on its way out of ``call`` (then re-raised)."""
-        if error.__dict__.get("_ompy_handled"):
-            return
-        holder = self._errhandler_holder_or_none()
-        if holder is None or holder.errhandler is _RETURN:
-            return
-        error._ompy_handled = True  # type: ignore[attr-defined]
-        invoke(
-            holder.instance,
-            holder.errhandler,
-            error.ob_mpi,
-            where=f"{call} on {self._errhandler_describe(holder)}",
-            make_handle=lambda: self._errhandler_view(holder),
-            forget_handle=self._errhandler_forget,
-            detail=error.detail,
         )
 
 
@@ -367,6 +374,29 @@ class SessionErrhandlers(ErrhandlerMixin):
         handle._s = None
 
 
+class RequestErrhandlers(ErrhandlerDispatch):
+    """Errors of ``Request`` calls (``Wait``, ``Test``, ...) go to the communicator's handler,
+    which a user function sees as the communicator, as in MPI."""
+
+    __slots__ = ()
+    _comm: Communicator | None  # provided by Request
+
+    def _errhandler_holder_or_none(self) -> Communicator | None:
+        c = self._comm
+        return None if c is None or c.freed else c
+
+    def _errhandler_describe(self, holder: Communicator) -> str:
+        return f"a request on {holder.name} (rank {holder.rank} of {holder.size})"
+
+    def _errhandler_view(self, holder: Communicator) -> Any:
+        from .comm import Intracomm  # the communicator module imports the request module
+
+        return Intracomm._of(holder)
+
+    def _errhandler_forget(self, handle: Any) -> None:
+        handle._c = None
+
+
 # -- installing the dispatch wrappers -----------------------------------------------------------
 
 #: Methods that are not wrapped: Call_errhandler runs the handler itself and returns.
@@ -384,7 +414,7 @@ def _dispatching(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(self, *args, **kwargs)
         except MPIException as error:
-            if isinstance(self, ErrhandlerMixin):
+            if isinstance(self, ErrhandlerDispatch):
                 self._errhandler_raise(error, f"{type(self).__name__}.{name}")
             raise
 
@@ -404,14 +434,14 @@ def _all_subclasses(cls: type) -> list[type]:
 def install_dispatch() -> None:
     """Wrap every public method of ompy's handle classes that have error handlers (idempotent).
 
-    The classes are those that inherit :class:`ErrhandlerMixin`, and every ompy class they
+    The classes are those that inherit :class:`ErrhandlerDispatch`, and every ompy class they
     inherit methods from (``PointToPoint``, ``Collectives``, ...); user subclasses inherit the
     wrapped methods.  Called the first time an object gets a handler other than
     ``ERRORS_RETURN``.
     """
     with _INSTALL_LOCK:
         seen: set[type] = set()
-        for handle_class in _all_subclasses(ErrhandlerMixin):
+        for handle_class in _all_subclasses(ErrhandlerDispatch):
             for cls in handle_class.__mro__:
                 if cls in seen or not cls.__module__.startswith("ompy."):
                     continue

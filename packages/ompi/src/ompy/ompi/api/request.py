@@ -17,13 +17,14 @@ from ..errors import ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..status import Status
 from .communicator import Communicator
+from .errhandler import RequestErrhandlers
 from .ops import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
 Starter = Callable[[], Any]
 
 
-class Request:
+class Request(RequestErrhandlers):
     """Request handler."""
 
     __slots__ = ("_comm", "_core")
