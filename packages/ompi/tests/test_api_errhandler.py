@@ -1,6 +1,7 @@
 """MPI.Errhandler: the handles, the predefined handlers, user handlers, inheritance, and errors of
 communicator and session calls going through the object's handler."""
 
+import inspect
 import pickle
 import subprocess
 import sys
@@ -267,6 +268,34 @@ def test_sessions_have_error_handlers_too():
     session.Set_errhandler(MPI.ERRORS_RETURN)
     with pytest.raises(MPI.Exception, match="created for comm objects"), default_instance():
         session.Set_errhandler(MPI.Comm.Create_errhandler(lambda c, code: None))
+
+
+# -- the dispatch wrappers ------------------------------------------------------------------------
+
+
+def test_dispatch_wrappers_keep_every_kind_of_parameter():
+    from ompy.ompi.api.errhandler import _dispatching
+
+    marker = object()
+
+    def method(self, a, /, b, c=marker, *rest, d, e=2, **extra):
+        return (a, b, c, rest, d, e, extra)
+
+    wrapped = _dispatching(method)
+    assert inspect.signature(wrapped) == inspect.signature(method)
+    assert wrapped.__wrapped__ is method and wrapped.__name__ == "method"
+    assert wrapped(None, 1, 2, d=4) == (1, 2, marker, (), 4, 2, {})
+    assert wrapped(None, 1, c=3, b=2, d=4, e=5, f=6) == (1, 2, 3, (), 4, 5, {"f": 6})
+    assert wrapped(None, 1, 2, 3, 7, 8, d=4) == (1, 2, 3, (7, 8), 4, 2, {})
+    with pytest.raises(TypeError):
+        wrapped(None, a=1, b=2, d=4)  # a stays positional-only
+
+    def failing(self, code=MPI.ERR_OTHER):
+        raise MPI.Exception(code)
+
+    with pytest.raises(MPI.Exception) as error:
+        _dispatching(failing)(object())  # not a handle: nothing to dispatch, still raises
+    assert error.value == MPI.ERR_OTHER
 
 
 # -- the default path costs nothing ----------------------------------------------------------------
