@@ -317,6 +317,14 @@ def test_methods_are_wrapped_only_once_a_handler_other_than_errors_return_is_set
         assert PointToPoint.__dict__["Send"].__wrapped__ is plain, "not wrapped"
         assert MPI.Intracomm.Barrier.__wrapped__ and MPI.Session.Get_info.__wrapped__
         assert MPI.Request.Wait.__wrapped__ and MPI.Prequest.Start.__wrapped__
+        from ompy.ompi.api.errhandler import CommErrhandlers
+        class Later(CommErrhandlers):  # an ompy class made afterwards is wrapped as well
+            def Get_thing(self):
+                return 1
+        Later.__module__ = "ompy.later"
+        class Later2(Later):
+            pass
+        assert Later.Get_thing.__wrapped__
         print("ok")
         """
     )

@@ -226,6 +226,13 @@ class ErrhandlerDispatch:
 
     __slots__ = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A class made after the wrappers went in gets them too (this module's own classes
+        # are made at import, before anything can be installed).
+        if cls.__module__ != __name__ and _installed():
+            install_dispatch()
+
     def _errhandler_holder_or_none(self) -> ErrhandlerHolder | None:
         """The live object whose handler runs, or None: no handler runs for a null handle."""
         raise NotImplementedError
@@ -480,6 +487,11 @@ def _all_subclasses(cls: type) -> list[type]:
         found.append(sub)
         found.extend(_all_subclasses(sub))
     return found
+
+
+def _installed() -> bool:
+    """Whether :func:`install_dispatch` ran (seen on the wrapped methods, not kept as state)."""
+    return _MARK in vars(ErrhandlerMixin)["Get_errhandler"].__dict__
 
 
 def install_dispatch() -> None:
