@@ -18,6 +18,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 pytestmark = pytest.mark.timeout(180)
 
 ERR_RANK = 6
+ERR_ARG = 13
 ERR_TRUNCATE = 15
 
 
@@ -45,6 +46,7 @@ def test_handlers_error_classes_and_info_in_a_three_rank_job(ompy):
         assert report["user_calls"] == [[True, ERR_RANK, 3]]
         assert report["added"] == [True, True, True, f"library failure on rank {rank}", True]
         assert report["env"] == ["3", True]
+        assert report["session"] == [True, ["Session", ERR_ARG], ERR_ARG]
 
 
 def test_errors_are_fatal_ends_the_job_with_the_message(ompy):

@@ -9,6 +9,8 @@
 4. Error classes added with Add_error_class/Add_error_code/Add_error_string are seen by
    Get_error_class/Get_error_string, LASTUSEDCODE and a user handler called with the code.
 5. INFO_ENV reports maxprocs and the thread level this job provides.
+6. A session made with a user handler (created before the session) calls it with
+   (that session, ERR_ARG) when asked for a process set that does not exist.
 """
 
 import json
@@ -78,6 +80,19 @@ report["env"] = [
     MPI.INFO_ENV.Get("maxprocs"),
     MPI.INFO_ENV.Get("thread_level") == provided[MPI.Query_thread()],
 ]
+
+# 6. A session's handler.
+session_calls = []
+session_handler = MPI.Session.Create_errhandler(
+    lambda s, code: session_calls.append([type(s).__name__, code])
+)
+session = MPI.Session.Init(errhandler=session_handler)
+try:
+    session.Get_nth_pset(99)
+except MPI.Exception as error:
+    session_calls.append(error.Get_error_class())
+report["session"] = [session.Get_errhandler() == session_handler, *session_calls]
+session.Finalize()
 
 watched.Free()
 comm.Free()

@@ -68,6 +68,17 @@ def test_integer_handles_follow_open_mpi_and_the_instance_table(recorder):
             MPI.Errhandler.fromint(user.toint() + 1000)
 
 
+def test_handlers_can_be_made_before_mpi_is_initialized():
+    # MPI lets a program make a session's handler first, to pass it to Session.Init.
+    handler = MPI.Session.Create_errhandler(lambda session, code: None)
+    assert handler and handler != MPI.ERRORS_RETURN and MPI.Errhandler(handler) == handler
+    with pytest.raises(MPI.Exception, match="not initialized"):
+        handler.toint()  # integer handles come from an instance's table
+    with default_instance() as instance:
+        index = handler.toint()
+        assert instance.errhandlers.lookup(index) is handler._e and handler.py2f() == index
+
+
 def test_free_nulls_a_handle_but_not_the_predefined_constants():
     (world,) = make_world(1)
     handles = [world.Get_errhandler() for _ in range(5)]

@@ -51,12 +51,23 @@ class ErrhandlerObject:
 
     name: str
     action: Action
-    #: The integer handle (``toint``/``py2f``): Open MPI's indices for the predefined handlers,
-    #: the instance table's for user handlers.
-    index: int
+    #: The integer handle (``toint``/``py2f``): Open MPI's indices for the predefined handlers;
+    #: a user handler gets one from an instance's table when first asked (None until then).
+    index: int | None
     #: The kind of object a user handler is for (one of :data:`KINDS`); None: any kind.
     kind: str | None = None
     function: Callable[[Any, int], Any] | None = None
+
+    @classmethod
+    def user(cls, kind: str, function: Callable[[Any, int], Any]) -> ErrhandlerObject:
+        """A new user handler for objects of ``kind``.
+
+        It needs no instance: MPI lets a program create a session's handler before any
+        session (or ``MPI.Init``) exists, to pass it to ``Session.Init``.
+        """
+        if kind not in KINDS:
+            raise ValueError(f"error handlers are for {', '.join(KINDS)} objects, not {kind!r}")
+        return cls(f"user {kind} errhandler", Action.USER, None, kind, function)
 
     @property
     def predefined(self) -> bool:
@@ -70,33 +81,32 @@ class ErrhandlerObject:
 ERRORS_ARE_FATAL: Final = ErrhandlerObject("MPI_ERRORS_ARE_FATAL", Action.FATAL, 1)
 ERRORS_RETURN: Final = ErrhandlerObject("MPI_ERRORS_RETURN", Action.RETURN, 2)
 ERRORS_ABORT: Final = ErrhandlerObject("MPI_ERRORS_ABORT", Action.ABORT, 3)
-PREDEFINED: Final = {h.index: h for h in (ERRORS_ARE_FATAL, ERRORS_RETURN, ERRORS_ABORT)}
+PREDEFINED: Final = {1: ERRORS_ARE_FATAL, 2: ERRORS_RETURN, 3: ERRORS_ABORT}
 #: The integer handle of ERRHANDLER_NULL.
 NULL_INDEX: Final = 0
 
 
 @attrs.define(eq=False)
 class ErrhandlerTable:
-    """The user-created error handlers of one process, by integer handle.
+    """The user handlers of one process that were given integer handles (``toint``/``py2f``).
 
-    ``Errhandler.Free`` only turns the freed handle null: the handler stays here (a few bytes)
-    so that objects still using it, and integer handles made from it, stay valid.
+    A handler enters the table the first time its integer handle is asked for, and stays:
+    ``Errhandler.Free`` only turns the freed handle null, so objects still using the handler
+    and integers made from it stay valid (a few bytes per handler).
     """
 
     handlers: dict[int, ErrhandlerObject] = attrs.field(factory=dict)
     next_index: int = max(PREDEFINED) + 1
     lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
 
-    def create(self, kind: str, function: Callable[[Any, int], Any]) -> ErrhandlerObject:
-        """A new user handler for objects of ``kind``, entered in the table."""
+    def index_of(self, handler: ErrhandlerObject) -> int:
+        """The integer handle of ``handler``, entering it in the table if it has none yet."""
         with self.lock:
-            index = self.next_index
-            self.next_index += 1
-            handler = ErrhandlerObject(f"user {kind} errhandler {index}", Action.USER, index)
-            handler.kind = kind
-            handler.function = function
-            self.handlers[index] = handler
-            return handler
+            if handler.index is None:
+                handler.index = self.next_index
+                self.next_index += 1
+                self.handlers[handler.index] = handler
+            return handler.index
 
     def lookup(self, index: int) -> ErrhandlerObject | None:
         """The handler with integer handle ``index`` (None for ERRHANDLER_NULL or unknown)."""

@@ -22,7 +22,6 @@ from ..constants import (
     UNIVERSE_SIZE,
     WTIME_IS_GLOBAL,
 )
-from ..errhandler import ERRORS_RETURN
 from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_TAG
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
@@ -33,7 +32,7 @@ from .cid import agree_context_id
 from .collective import Collectives
 from .comm_info import CommInfo
 from .communicator import Communicator
-from .errhandler import CommErrhandlers, Errhandler, errhandler_object, install_dispatch
+from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
@@ -325,8 +324,6 @@ class Intracomm(Comm, Collectives):
         handler = errhandler_object(errhandler, "comm", "Intracomm.Create_from_group")
         new = create_from_group(group, stringtag)
         new.hints = hints
-        if handler is not ERRORS_RETURN:
-            install_dispatch()
         new.errhandler = handler
         return Intracomm._of(new)
 

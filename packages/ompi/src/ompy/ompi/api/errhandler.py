@@ -114,7 +114,7 @@ class Errhandler(Handle, referent="_e"):
         if handler is None:
             return (type(self), ())
         if handler.predefined:
-            return (type(self), (_CONSTANT_OF[handler.index],))
+            return (type(self), (_CONSTANT_FOR[handler],))
         kind = type(self)
         raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
 
@@ -142,7 +142,12 @@ class Errhandler(Handle, referent="_e"):
 
     def toint(self) -> int:
         """Translate object to integer handle."""
-        return NULL_INDEX if self._e is None else self._e.index
+        handler = self._e
+        if handler is None:
+            return NULL_INDEX
+        if handler.index is not None:
+            return handler.index
+        return current("Errhandler.toint").errhandlers.index_of(handler)
 
     @classmethod
     def fromint(cls, arg: int, /) -> Errhandler:
@@ -152,7 +157,7 @@ class Errhandler(Handle, referent="_e"):
             return ERRHANDLER_NULL
         predefined = PREDEFINED.get(index)
         if predefined is not None:
-            return _CONSTANT_OF[index]
+            return _CONSTANT_FOR[predefined]
         handler = current("Errhandler.fromint").errhandlers.lookup(index)
         if handler is None:
             raise MPIException(
@@ -185,7 +190,8 @@ _CONSTANTS: Final = {
     "ERRORS_ABORT": ERRORS_ABORT,
     "ERRORS_ARE_FATAL": ERRORS_ARE_FATAL,
 }
-_CONSTANT_OF: Final = {h.toint(): h for h in (ERRORS_RETURN, ERRORS_ABORT, ERRORS_ARE_FATAL)}
+#: The constant handle of each predefined handler.
+_CONSTANT_FOR: Final = {h._e: h for h in (ERRORS_RETURN, ERRORS_ABORT, ERRORS_ARE_FATAL)}
 
 
 def errhandler_object(
@@ -194,7 +200,8 @@ def errhandler_object(
     """The handler an ``errhandler`` argument names, checked for an object of ``kind``.
 
     None, where the argument is ``optional``, means mpi4py's default (``ERRORS_RETURN``:
-    errors raise ``MPI.Exception``).
+    errors raise ``MPI.Exception``).  Any other handler is about to be given to an object, so
+    the dispatch wrappers are installed (:func:`install_dispatch`) before it returns.
     """
     if errhandler is None and optional:
         return _RETURN
@@ -208,6 +215,8 @@ def errhandler_object(
             ERR_ARG,
             f"{call}: {handler.name} was created for {handler.kind} objects, not {kind} objects",
         )
+    if handler is not _RETURN:
+        install_dispatch()
     return handler
 
 
@@ -288,8 +297,7 @@ class ErrhandlerMixin(ErrhandlerDispatch):
         call = f"{cls.__name__}.Create_errhandler"
         if not callable(errhandler_fn):
             raise TypeError(f"{call}: errhandler_fn must be callable, not {errhandler_fn!r}")
-        handler = current(call).errhandlers.create(cls._errhandler_kind, errhandler_fn)
-        return Errhandler._of(handler)
+        return Errhandler._of(ErrhandlerObject.user(cls._errhandler_kind, errhandler_fn))
 
     def Get_errhandler(self) -> Errhandler:
         """Get the error handler (a new handle; free it with ``Free``)."""
@@ -300,10 +308,9 @@ class ErrhandlerMixin(ErrhandlerDispatch):
         """Set the error handler."""
         call = f"{type(self).__name__}.Set_errhandler"
         holder = self._errhandler_holder(call)
-        handler = errhandler_object(errhandler, self._errhandler_kind, call, optional=False)
-        if handler is not _RETURN:
-            install_dispatch()
-        holder.errhandler = handler
+        holder.errhandler = errhandler_object(
+            errhandler, self._errhandler_kind, call, optional=False
+        )
 
     def Call_errhandler(self, errorcode: int) -> None:
         """Call the error handler with an error code (returns if the handler returns)."""
