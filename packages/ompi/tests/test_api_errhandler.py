@@ -13,6 +13,7 @@ import pytest
 from ompy.ompi.api import rc
 from ompy.ompi.api.session import session_on
 from ompy.ompi.api.testing import AbortedError, default_instance, make_world, run_ranks
+from ompy.ompi.handle import FIRST_USER_HANDLE
 
 rc.initialize = False  # these tests use loopback instances, not a launched process
 from ompy import MPI  # noqa: E402
@@ -54,18 +55,22 @@ def test_predefined_handlers_pickle_as_themselves_and_user_handlers_do_not(recor
         pickle.dumps(user)
 
 
-def test_integer_handles_follow_open_mpi_and_the_instance_table(recorder):
+def test_integer_handles_follow_open_mpi_and_the_instance_table():
     assert [h.toint() for h in (MPI.ERRHANDLER_NULL, MPI.ERRORS_ARE_FATAL)] == [0, 1]
     assert [h.py2f() for h in (MPI.ERRORS_RETURN, MPI.ERRORS_ABORT)] == [2, 3]
-    assert MPI.Errhandler.fromint(2) is MPI.ERRORS_RETURN
-    assert MPI.Errhandler.f2py(0) is MPI.ERRHANDLER_NULL
-    user, _, _ = recorder
+    assert MPI.Errhandler.fromint(2) == MPI.ERRORS_RETURN  # a new handle, as in mpi4py
+    assert MPI.Errhandler.f2py(0) == MPI.ERRHANDLER_NULL and not MPI.Errhandler.f2py(0)
+    assert MPI.Errhandler.fromhandle(MPI.ERRORS_ABORT.handle) == MPI.ERRORS_ABORT
     with default_instance() as instance:
         mine = MPI.Comm.Create_errhandler(lambda comm, code: None)
-        assert mine.toint() > 3 and MPI.Errhandler.fromint(mine.toint()) == mine
-        assert instance.errhandlers.lookup(mine.toint()) is mine._e
-        with pytest.raises(MPI.Exception, match="not the handle of an error handler"):
-            MPI.Errhandler.fromint(user.toint() + 1000)
+        number = mine.toint()
+        assert number >= FIRST_USER_HANDLE and MPI.Errhandler.fromint(number) == mine
+        assert MPI.Errhandler(mine).py2f() == number  # another handle, the same integer
+        assert len(instance.handles) == 1  # the instance's handle table numbers them
+        with pytest.raises(ValueError, match="no Errhandler has handle"):
+            MPI.Errhandler.fromint(number + 1000)
+        with pytest.raises(ValueError, match="no Errhandler has handle"):
+            MPI.Errhandler.fromint(MPI.Info.Create().toint())  # an info's number
 
 
 def test_handlers_can_be_made_before_mpi_is_initialized():
@@ -74,9 +79,9 @@ def test_handlers_can_be_made_before_mpi_is_initialized():
     assert handler and handler != MPI.ERRORS_RETURN and MPI.Errhandler(handler) == handler
     with pytest.raises(MPI.Exception, match="not initialized"):
         handler.toint()  # integer handles come from an instance's table
-    with default_instance() as instance:
+    with default_instance():
         index = handler.toint()
-        assert instance.errhandlers.lookup(index) is handler._e and handler.py2f() == index
+        assert MPI.Errhandler.f2py(index) == handler and handler.py2f() == index
 
 
 def test_free_nulls_a_handle_but_not_the_predefined_constants():
@@ -161,6 +166,25 @@ def test_a_user_handler_gets_the_communicator_and_code_then_the_call_raises(reco
     with pytest.raises(MPI.Exception):
         world.Send(np.zeros(1), 7)
     assert len(calls) == 2
+
+
+def test_attribute_and_buffer_calls_go_through_the_handler_too(recorder):
+    user, calls, kept = recorder
+    (world,) = make_world(1)
+    dup = world.Dup()
+    kept.append(dup)
+    dup.Set_errhandler(user)
+    with pytest.raises(MPI.Exception) as error:
+        dup.Get_attr(987654)  # no such keyval
+    assert error.value.Get_error_class() == MPI.ERR_KEYVAL
+    with pytest.raises(MPI.Exception) as error:
+        dup.Detach_buffer()  # nothing attached
+    assert error.value.Get_error_class() == MPI.ERR_BUFFER
+    assert [(was_equal, code) for _, was_equal, code in calls] == [
+        (True, MPI.ERR_KEYVAL),
+        (True, MPI.ERR_BUFFER),
+    ]
+    dup.Free()
 
 
 def test_a_nested_api_call_runs_the_handler_once(recorder):
@@ -328,6 +352,8 @@ def test_methods_are_wrapped_only_once_a_handler_other_than_errors_return_is_set
         assert PointToPoint.__dict__["Send"].__wrapped__ is plain, "not wrapped"
         assert MPI.Intracomm.Barrier.__wrapped__ and MPI.Session.Get_info.__wrapped__
         assert MPI.Request.Wait.__wrapped__ and MPI.Prequest.Start.__wrapped__
+        assert MPI.Intracomm.Set_attr.__wrapped__ and MPI.Intracomm.Attach_buffer.__wrapped__
+        assert MPI.Session.Flush_buffer.__wrapped__ and MPI.Intracomm.Dup_with_info.__wrapped__
         from ompy.ompi.api.errhandler import CommErrhandlers
         class Later(CommErrhandlers):  # an ompy class made afterwards is wrapped as well
             def Get_thing(self):

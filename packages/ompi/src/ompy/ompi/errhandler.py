@@ -3,18 +3,16 @@
 An MPI object that can fail (communicator, session, later window and file) carries an error
 handler, which decides what happens when a call on it fails: return the error (mpi4py raises
 it as ``MPI.Exception``), abort the job, or call a user function first.  This module holds the
-objects handles refer to (:class:`ErrhandlerObject`), the three predefined ones, the per-process
-table of user-created handlers (:class:`ErrhandlerTable`, one per
-:class:`~ompy.ompi.instance.Instance`, which gives handlers their integer handles), and
+objects handles refer to (:class:`ErrhandlerObject`), the three predefined ones, and
 :func:`invoke`, the one place a handler runs.  Where handlers are invoked from (the API
-boundary) is :mod:`ompy.ompi.api.errhandler`'s business.
+boundary) is :mod:`ompy.ompi.api.errhandler`'s business; integer handles come from the handle
+base (:mod:`ompy.ompi.handle`), as for every other handle class.
 """
 
 from __future__ import annotations
 
 import enum
 import sys
-import threading
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -51,9 +49,6 @@ class ErrhandlerObject:
 
     name: str
     action: Action
-    #: The integer handle (``toint``/``py2f``): Open MPI's indices for the predefined handlers;
-    #: a user handler gets one from an instance's table when first asked (None until then).
-    index: int | None
     #: The kind of object a user handler is for (one of :data:`KINDS`); None: any kind.
     kind: str | None = None
     function: Callable[[Any, int], Any] | None = None
@@ -67,7 +62,7 @@ class ErrhandlerObject:
         """
         if kind not in KINDS:
             raise ValueError(f"error handlers are for {', '.join(KINDS)} objects, not {kind!r}")
-        return cls(f"user {kind} errhandler", Action.USER, None, kind, function)
+        return cls(f"user {kind} errhandler", Action.USER, kind, function)
 
     @property
     def predefined(self) -> bool:
@@ -77,43 +72,10 @@ class ErrhandlerObject:
         return f"<ErrhandlerObject {self.name}>"
 
 
-#: The predefined handlers, with Open MPI's integer handles (0 is ERRHANDLER_NULL).
-ERRORS_ARE_FATAL: Final = ErrhandlerObject("MPI_ERRORS_ARE_FATAL", Action.FATAL, 1)
-ERRORS_RETURN: Final = ErrhandlerObject("MPI_ERRORS_RETURN", Action.RETURN, 2)
-ERRORS_ABORT: Final = ErrhandlerObject("MPI_ERRORS_ABORT", Action.ABORT, 3)
-PREDEFINED: Final = {1: ERRORS_ARE_FATAL, 2: ERRORS_RETURN, 3: ERRORS_ABORT}
-#: The integer handle of ERRHANDLER_NULL.
-NULL_INDEX: Final = 0
-
-
-@attrs.define(eq=False)
-class ErrhandlerTable:
-    """The user handlers of one process that were given integer handles (``toint``/``py2f``).
-
-    A handler enters the table the first time its integer handle is asked for, and stays:
-    ``Errhandler.Free`` only turns the freed handle null, so objects still using the handler
-    and integers made from it stay valid (a few bytes per handler).
-    """
-
-    handlers: dict[int, ErrhandlerObject] = attrs.field(factory=dict)
-    next_index: int = max(PREDEFINED) + 1
-    lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
-
-    def index_of(self, handler: ErrhandlerObject) -> int:
-        """The integer handle of ``handler``, entering it in the table if it has none yet."""
-        with self.lock:
-            if handler.index is None:
-                handler.index = self.next_index
-                self.next_index += 1
-                self.handlers[handler.index] = handler
-            return handler.index
-
-    def lookup(self, index: int) -> ErrhandlerObject | None:
-        """The handler with integer handle ``index`` (None for ERRHANDLER_NULL or unknown)."""
-        predefined = PREDEFINED.get(index)
-        if predefined is not None:
-            return predefined
-        return self.handlers.get(index)
+#: The predefined handlers (``MPI.ERRORS_ARE_FATAL``, ... refer to them).
+ERRORS_ARE_FATAL: Final = ErrhandlerObject("MPI_ERRORS_ARE_FATAL", Action.FATAL)
+ERRORS_RETURN: Final = ErrhandlerObject("MPI_ERRORS_RETURN", Action.RETURN)
+ERRORS_ABORT: Final = ErrhandlerObject("MPI_ERRORS_ABORT", Action.ABORT)
 
 
 def invoke(

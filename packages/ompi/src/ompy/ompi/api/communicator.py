@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attributes import AttributeSet
 from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..group import Group
 from ..instance import Instance
@@ -19,6 +20,9 @@ class Communicator:
     """One communicator of this process (shared by every handle that refers to it)."""
 
     __slots__ = (
+        "__weakref__",
+        "attributes",
+        "bsend",
         "channels",
         "coll",
         "context_id",
@@ -33,6 +37,7 @@ class Communicator:
         "pml_state",
         "predefined",
         "rank",
+        "session",
         "size",
         "tag_ub",
         "world_ranks",
@@ -69,6 +74,13 @@ class Communicator:
         self.errhandler: ErrhandlerObject = ERRORS_RETURN
         #: The info hints in force (``Comm.Set_info``/``Get_info``, ``Dup_with_info``).
         self.hints: dict[str, str] = {}
+        #: The attributes cached on this communicator (``Comm.Set_attr``).
+        self.attributes = AttributeSet()
+        #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.
+        self.bsend: Any = None
+        #: The session this communicator derives from (None: the world model); its buffer
+        #: serves buffered sends when the communicator has none (:mod:`.buffering`).
+        self.session: Any = None
 
     @classmethod
     def create(

@@ -48,16 +48,11 @@ from ..errhandler import (
 from ..errhandler import (
     ERRORS_RETURN as _RETURN,
 )
-from ..errhandler import (
-    NULL_INDEX,
-    PREDEFINED,
-    ErrhandlerObject,
-    invoke,
-)
+from ..errhandler import ErrhandlerObject, invoke
 from ..errors import ERR_ARG
 from ..errors import Exception as MPIException
-from ..handle import Handle
-from ..instance import Instance, current
+from ..handle import Handle, predefine
+from ..instance import Instance
 from .checks import as_int
 
 if TYPE_CHECKING:
@@ -85,15 +80,7 @@ class Errhandler(Handle, referent="_e"):
 
     __slots__ = ("_e",)
 
-    def __init__(self, errhandler: Errhandler | None = None) -> None:
-        if errhandler is None:
-            self._e: ErrhandlerObject | None = None
-        elif isinstance(errhandler, Errhandler):
-            self._e = errhandler._e
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes an Errhandler, not {type(errhandler).__name__}"
-            )
+    _e: ErrhandlerObject | None
 
     @classmethod
     def _of(cls, handler: ErrhandlerObject | None) -> Self:
@@ -106,22 +93,8 @@ class Errhandler(Handle, referent="_e"):
         name = "ERRHANDLER_NULL" if handler is None else handler.name
         return f"<{type(self).__name__} {name}>"
 
-    def __reduce__(self) -> str | tuple[Any, ...]:
-        for name, constant in _CONSTANTS.items():
-            if self is constant:
-                return name
-        handler = self._e
-        if handler is None:
-            return (type(self), ())
-        if handler.predefined:
-            return (type(self), (_CONSTANT_FOR[handler],))
-        kind = type(self)
-        raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
-
-    def free(self) -> None:
-        """Call `Free` if not null."""
-        if self._e is not None and self not in _CONSTANTS.values():
-            self.Free()
+    def _free(self) -> None:
+        self.Free()
 
     def Free(self) -> None:
         """Free an error handler (this handle becomes ``ERRHANDLER_NULL``).
@@ -131,67 +104,24 @@ class Errhandler(Handle, referent="_e"):
         """
         if self._e is None:
             raise MPIException(ERR_ARG, "Errhandler.Free: the handle is ERRHANDLER_NULL")
-        for name, constant in _CONSTANTS.items():
-            if self is constant:
-                raise MPIException(
-                    ERR_ARG, f"Errhandler.Free: {name} is predefined and cannot be freed"
-                )
+        if self._constant():
+            named = self._predefined_of()
+            assert named is not None
+            raise MPIException(
+                ERR_ARG, f"Errhandler.Free: {named[0]} is predefined and cannot be freed"
+            )
         self._e = None
 
-    # -- integer handles -----------------------------------------------------------------------
 
-    def toint(self) -> int:
-        """Translate object to integer handle."""
-        handler = self._e
-        if handler is None:
-            return NULL_INDEX
-        if handler.index is not None:
-            return handler.index
-        return current("Errhandler.toint").errhandlers.index_of(handler)
-
-    @classmethod
-    def fromint(cls, arg: int, /) -> Errhandler:
-        """Translate integer handle to object."""
-        index = as_int(arg, "Errhandler.fromint: arg")
-        if index == NULL_INDEX:
-            return ERRHANDLER_NULL
-        predefined = PREDEFINED.get(index)
-        if predefined is not None:
-            return _CONSTANT_FOR[predefined]
-        handler = current("Errhandler.fromint").errhandlers.lookup(index)
-        if handler is None:
-            raise MPIException(
-                ERR_ARG, f"Errhandler.fromint: {index} is not the handle of an error handler"
-            )
-        return cls._of(handler)
-
-    def py2f(self) -> int:
-        """Fortran handle of the error handler (its integer handle)."""
-        return self.toint()
-
-    @classmethod
-    def f2py(cls, arg: int) -> Errhandler:
-        """The error handler of a Fortran handle."""
-        return cls.fromint(arg)
-
-
+# The predefined handles, with Open MPI's integer handles.
 #: Null error handler.
-ERRHANDLER_NULL: Final = Errhandler()
-#: Errors return error handler: failing calls raise ``MPI.Exception``.
-ERRORS_RETURN: Final = Errhandler._of(_RETURN)
-#: Errors abort error handler: failing calls end the processes of the object (the job).
-ERRORS_ABORT: Final = Errhandler._of(_ABORT)
+ERRHANDLER_NULL: Final = predefine(Errhandler(), "ERRHANDLER_NULL", 0)
 #: Errors are fatal error handler: failing calls end the job.
-ERRORS_ARE_FATAL: Final = Errhandler._of(_FATAL)
-
-_CONSTANTS: Final = {
-    "ERRHANDLER_NULL": ERRHANDLER_NULL,
-    "ERRORS_RETURN": ERRORS_RETURN,
-    "ERRORS_ABORT": ERRORS_ABORT,
-    "ERRORS_ARE_FATAL": ERRORS_ARE_FATAL,
-}
-#: The constant handle of each predefined handler.
-_CONSTANT_FOR: Final = {h._e: h for h in (ERRORS_RETURN, ERRORS_ABORT, ERRORS_ARE_FATAL)}
+ERRORS_ARE_FATAL: Final = predefine(Errhandler._of(_FATAL), "ERRORS_ARE_FATAL", 1)
+#: Errors return error handler: failing calls raise ``MPI.Exception``.
+ERRORS_RETURN: Final = predefine(Errhandler._of(_RETURN), "ERRORS_RETURN", 2)
+#: Errors abort error handler: failing calls end the processes of the object (the job).
+ERRORS_ABORT: Final = predefine(Errhandler._of(_ABORT), "ERRORS_ABORT", 3)
 
 
 def errhandler_object(

@@ -30,7 +30,7 @@ import attrs
 from ..constants import MAX_INFO_KEY, MAX_INFO_VAL
 from ..errors import ERR_ARG, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE
 from ..errors import Exception as MPIException
-from ..handle import Handle
+from ..handle import Handle, predefine
 from ..instance import default
 from .checks import as_int
 
@@ -127,13 +127,7 @@ class Info(Handle, referent="_i"):
 
     __slots__ = ("_i",)
 
-    def __init__(self, info: Info | None = None) -> None:
-        if info is None:
-            self._i: InfoData | None = None
-        elif isinstance(info, Info):
-            self._i = info._i
-        else:
-            raise TypeError(f"{type(self).__name__}() takes an Info, not {type(info).__name__}")
+    _i: InfoData | None
 
     @classmethod
     def _of(cls, data: InfoData | None) -> Self:
@@ -165,22 +159,13 @@ class Info(Handle, referent="_i"):
             return f"<{type(self).__name__} INFO_ENV>"
         return f"<{type(self).__name__} {data.items!r}>"
 
-    def __reduce__(self) -> str | tuple[Any, ...]:
-        if self is INFO_NULL:
-            return "INFO_NULL"
-        if self is INFO_ENV:
-            return "INFO_ENV"
-        data = self._i
-        if data is None:
-            return (type(self), ())
-        if data.environment:
-            return (type(self), (INFO_ENV,))
+    def _reduce_user(self) -> tuple[Any, ...]:
+        """An info travels as its items (mpi4py's form): ``Info.Create(items)``."""
+        data = self._data("Info.__reduce__")
         return (type(self).Create, (list(data.items.items()),))
 
-    def free(self) -> None:
-        """Call `Free` if not null or predefined."""
-        if self._i is not None and not self._i.environment:
-            self.Free()
+    def _free(self) -> None:
+        self.Free()
 
     # -- the info object -----------------------------------------------------------------------
 
@@ -346,10 +331,10 @@ class Info(Handle, referent="_i"):
             self._write("Info.clear").clear()
 
 
-#: Null info handle.
-INFO_NULL = Info()
+#: Null info handle (Open MPI's integer handles: INFO_NULL 0, INFO_ENV 1).
+INFO_NULL = predefine(Info(), "INFO_NULL", 0)
 #: Environment info handle: how this process was started.
-INFO_ENV = Info._of(InfoData(environment=True))
+INFO_ENV = predefine(Info._of(InfoData(environment=True)), "INFO_ENV", 1)
 
 
 def info_items(info: object, call: str) -> dict[str, str]:

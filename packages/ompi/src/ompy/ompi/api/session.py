@@ -43,8 +43,10 @@ from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..errors import ERR_ARG, ERR_INFO_VALUE, ERR_SESSION
 from ..errors import Exception as MPIException
 from ..group import Group, Members
-from ..handle import Handle
+from ..handle import Handle, predefine
 from ..instance import Instance, acquire, release, world_state
+from .bsend import BsendPool
+from .buffering import SessionBuffering
 from .checks import as_int
 from .errhandler import Errhandler, SessionErrhandlers, errhandler_object
 from .info import INFO_NULL, Info, info_items
@@ -64,17 +66,12 @@ THREAD_LEVEL_NAMES = {
 }
 
 
-def hints(info: object, call: str) -> dict[str, str]:
-    """The key/value pairs of an ``info`` argument (None or ``INFO_NULL``: none)."""
-    return info_items(info, call)
-
-
 def granted_level(info: object, call: str) -> int:
     """The thread level a session with ``info`` gets: what its ``thread_level`` asks for
     (``THREAD_MULTIPLE`` without one), at most what ompy provides."""
     from .init import MAX_THREAD_LEVEL  # the world model's module imports the communicators
 
-    text = hints(info, call).get("thread_level")
+    text = info_items(info, call).get("thread_level")
     if text is None:
         return MAX_THREAD_LEVEL
     for level, name in THREAD_LEVEL_NAMES.items():
@@ -103,22 +100,16 @@ class SessionState:
     #: Lets go of the instance; None for a session that holds no reference (:func:`session_on`).
     release: Callable[[], None] | None
     finalized: bool = False
+    #: The session's buffered-send buffer (``Session.Attach_buffer``), made on first use.
+    bsend: BsendPool | None = None
 
 
-class Session(SessionErrhandlers, Handle, referent="_s"):
+class Session(SessionErrhandlers, SessionBuffering, Handle, referent="_s"):
     """Session context."""
 
     __slots__ = ("_s",)
 
-    def __init__(self, session: Session | None = None) -> None:
-        if session is None:
-            self._s: SessionState | None = None
-        elif isinstance(session, Session):
-            self._s = session._s
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes a Session to refer to, not {type(session).__name__}"
-            )
+    _s: SessionState | None
 
     @classmethod
     def _of(cls, state: SessionState) -> Self:
@@ -141,18 +132,13 @@ class Session(SessionErrhandlers, Handle, referent="_s"):
         what = "finalized" if state.finalized else THREAD_LEVEL_NAMES[state.thread_level]
         return f"<{type(self).__name__} {what}>"
 
-    def __reduce__(self) -> str | tuple[Any, ...]:
-        if self is SESSION_NULL:
-            return "SESSION_NULL"
-        if self._s is None:
-            return (type(self), ())
-        kind = type(self)
-        raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
+    def _instance_for_handles(self) -> Any:
+        state = self._s
+        return state.instance if state is not None else super()._instance_for_handles()
 
-    def free(self) -> None:
-        """Call `Finalize` if not null."""
-        if self._s is not None:
-            self.Finalize()
+    def _free(self) -> None:
+        """``free()`` of a live session finalizes it (mpi4py's meaning)."""
+        self.Finalize()
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -174,7 +160,7 @@ class Session(SessionErrhandlers, Handle, referent="_s"):
             return
         if world_state().holders == 1:  # the last holder: buffered sends must leave first
             instance = state.instance
-            instance.engine.wait_until(lambda: instance.bsend.pending == 0)
+            instance.engine.wait_until(lambda: instance.bsend.outstanding == 0)
         state.release()
 
     # -- process sets --------------------------------------------------------------------------
@@ -182,14 +168,14 @@ class Session(SessionErrhandlers, Handle, referent="_s"):
     def Get_num_psets(self, info: Info = INFO_NULL) -> int:
         """Number of available process sets."""
         self._live("Session.Get_num_psets")
-        hints(info, "Session.Get_num_psets")
+        info_items(info, "Session.Get_num_psets")
         return len(PSETS)
 
     def Get_nth_pset(self, n: int, info: Info = INFO_NULL) -> str:
         """Name of the *n*-th process set."""
         self._live("Session.Get_nth_pset")
         n = as_int(n, "Session.Get_nth_pset: n")
-        hints(info, "Session.Get_nth_pset")
+        info_items(info, "Session.Get_nth_pset")
         if not 0 <= n < len(PSETS):
             raise MPIException(
                 ERR_ARG,
@@ -215,7 +201,7 @@ class Session(SessionErrhandlers, Handle, referent="_s"):
 
 
 #: Null session handler.
-SESSION_NULL = Session()
+SESSION_NULL = predefine(Session(), "SESSION_NULL", 0)
 
 
 def pset_procs(instance: Instance, pset_name: object, call: str) -> tuple[int, ...]:
@@ -242,7 +228,8 @@ def pset_group(session: object, pset_name: object, kind: type[G], call: str) -> 
         raise TypeError(f"{call}: expecting a Session, not {type(session).__name__}")
     instance = session._live(call).instance
     procs = pset_procs(instance, pset_name, call)
-    return cast(G, kind._of(Members(procs, instance.world_rank, instance=instance)))
+    members = Members(procs, instance.world_rank, instance=instance, session=session._s)
+    return cast(G, kind._of(members))
 
 
 def session_on(instance: Instance, info: Info = INFO_NULL) -> Session:

@@ -16,6 +16,7 @@ the callback is logged (``ompy.orte``) and otherwise ignored, so it cannot stop 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import socket
 import threading
@@ -26,6 +27,7 @@ import attrs
 
 from ompy.opal import output
 from ompy.opal.eventloop import EventLoop, Timer
+from ompy.opal.tally import Tally
 
 from . import auth, protocol, wire
 from .errors import ControlError, FenceError, RequestError
@@ -41,6 +43,13 @@ from .events import (
 from .store import ModexStore
 
 DEFAULT_AUTH_TIMEOUT = 10.0
+#: ``accept`` errors that mean "out of descriptors or memory": pause accepting, do not spin.
+_EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+#: The first and the longest pause of the listener after such an error (seconds).
+FIRST_PAUSE = 0.05
+MAX_PAUSE = 1.0
+#: Connections accepted per readiness event at most, so that the ranks' requests keep flowing.
+ACCEPT_BATCH = 64
 _RECV_SIZE = 65536
 _log = output.get_logger("orte")
 
@@ -119,6 +128,8 @@ class ControlServer:
         self._stacks_requests: dict[int, _StacksRequest] = {}
         self._stacks_ids = itertools.count(1)
         self._thread: threading.Thread | None = None
+        self._pause = 0.0  # the listener's current pause after EMFILE (0: accepting)
+        self._accept_failures = Tally(_log, "the control server could not accept connections")
         self._stopping = False
         self._closed = False
 
@@ -157,6 +168,7 @@ class ControlServer:
         self._release()
 
     def _release(self) -> None:
+        self._accept_failures.flush()
         for conn in list(self._connections):
             with contextlib.suppress(OSError):
                 conn.sock.close()
@@ -222,14 +234,18 @@ class ControlServer:
                 self._release()
 
     def _accept(self, _fd: int = -1) -> None:
-        while True:
+        for _ in range(ACCEPT_BATCH):
             try:
                 sock, addr = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as error:  # e.g. out of file descriptors: keep serving the others
-                _log.error("the control server cannot accept a connection: %s", error)
+            except OSError as error:  # keep serving the connected ranks meanwhile
+                if error.errno in _EXHAUSTED:
+                    self._pause_accepting(error)
+                else:
+                    self._accept_failures.note(error.strerror or str(error))
                 return
+            self._pause = 0.0
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Connection(
@@ -244,6 +260,18 @@ class ControlServer:
             self._connections.add(conn)
             self._loop.add_reader(sock, lambda _fd, conn=conn: self._on_readable(conn))
             self._send(conn, {"op": protocol.CHALLENGE, "nonce": conn.nonce, "jobid": self.jobid})
+
+    def _pause_accepting(self, error: OSError) -> None:
+        """Out of descriptors: the listener stays readable, so stop watching it for a while
+        (a pause that doubles up to :data:`MAX_PAUSE`) instead of spinning on it."""
+        self._pause = min(MAX_PAUSE, self._pause * 2) if self._pause else FIRST_PAUSE
+        self._loop.remove_reader(self._listener)
+        self._loop.call_later(self._pause, self._resume_accepting)
+        self._accept_failures.note(f"{error.strerror}; paused accepting")
+
+    def _resume_accepting(self) -> None:
+        if not self._stopping and not self._closed:
+            self._loop.add_reader(self._listener, self._accept)
 
     def _expire_handshake(self, conn: _Connection) -> None:
         if conn.rank is None and not conn.closed:

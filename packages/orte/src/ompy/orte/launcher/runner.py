@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import secrets
 import signal
 import threading
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ompy.opal.eventloop import EventLoop
+from ompy.opal.tally import Tally
 
 from .errors import LaunchError
 from .plan import Plan
@@ -54,6 +56,8 @@ EXIT_TIMEOUT = 124
 #: Judging at the exit lets a rank that failed first, and whose failure made this rank's
 #: fence or receive raise, be reported as the cause.
 RAISED_GRACE = 1.0
+#: Numbers in a refusal's reason (ranks, ports) vary; the aggregate counts reasons without them.
+_DIGITS = re.compile(r"\d+")
 _HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1")
 
 
@@ -126,6 +130,9 @@ class JobRunner:
         self._queued_exits: dict[int, RankExited] = {}
         self._connected: set[int] = set()
         self._lost: set[int] = set()
+        #: Refused control connections, reported as an aggregate: a flood of strangers must
+        #: not turn into a flood of lines.
+        self._refused = Tally(self.reporter.warn, "refused control connections")
         self._ending: _Ending | None = None
         self._kill_at: float | None = None
         self._killed = False
@@ -168,6 +175,7 @@ class JobRunner:
             iof.close(self._loop)
             if server is not None:
                 server.close()
+            self._refused.flush()
             removed = session.remove()
             if removed:
                 self.reporter.note(
@@ -382,9 +390,7 @@ class JobRunner:
                 if self._ending is None:
                     self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
             elif isinstance(event, BadClient):
-                self.reporter.warn(
-                    f"refused a control connection from {event.peer}: {event.reason}"
-                )
+                self._refused.note(_DIGITS.sub("N", event.reason))
             else:
                 self.reporter.note(f"control event: {event}")
 
