@@ -14,6 +14,7 @@ from ompy.ompi.api import rc
 from ompy.ompi.api.session import session_on
 from ompy.ompi.api.testing import AbortedError, default_instance, make_world, run_ranks
 from ompy.ompi.handle import FIRST_USER_HANDLE
+from ompy.ompi.instance import adopt
 
 rc.initialize = False  # these tests use loopback instances, not a launched process
 from ompy import MPI  # noqa: E402
@@ -239,6 +240,45 @@ def test_errors_of_requests_go_to_their_communicators_handler(recorder):
     assert run_ranks(make_world(2), body)[1] == MPI.ERR_TRUNCATE
     ((handle, was_equal, code),) = calls
     assert was_equal and code == MPI.ERR_TRUNCATE and isinstance(handle, MPI.Comm)
+
+
+def test_generalized_request_errors_go_to_comm_selfs_handler(recorder, capsys):
+    user, calls, kept = recorder
+    (world,) = make_world(1)
+    world.Set_errhandler(user)  # the dispatch wrappers are in
+
+    def failing_query(status):
+        raise MPI.Exception(MPI.ERR_OTHER)
+
+    with default_instance():  # without the world model: no handler runs, the call raises
+        greq = MPI.Grequest.Start(failing_query)
+        greq.Complete()
+        with pytest.raises(MPI.Exception):
+            MPI.Request(greq).Wait()  # a plain Request handle on it too
+        with pytest.raises(MPI.Exception, match="already complete"):
+            greq.Complete()
+    assert calls == []
+    adopt(world._c.instance)
+    self_comm = world.Dup()  # stands in for COMM_SELF on this one-rank world's instance
+    MPI.COMM_SELF._c = self_comm._c
+    kept.append(MPI.COMM_SELF)
+    try:
+        MPI.COMM_SELF.Set_errhandler(user)
+        greq = MPI.Grequest.Start(failing_query)
+        greq.Complete()
+        with pytest.raises(MPI.Exception):
+            greq.Wait()
+        with pytest.raises(MPI.Exception):
+            greq.Complete()
+    finally:
+        MPI.COMM_SELF._c = None
+        adopt(None)
+        self_comm.Free()
+    assert [(was_equal, code) for _, was_equal, code in calls] == [
+        (True, MPI.ERR_OTHER),
+        (True, MPI.ERR_REQUEST),
+    ]
+    assert "failing_query" in capsys.readouterr().err  # the callback's traceback, as mpi4py
 
 
 @pytest.mark.parametrize("handler", ["ERRORS_ARE_FATAL", "ERRORS_ABORT"])

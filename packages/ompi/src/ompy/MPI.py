@@ -56,7 +56,12 @@ from ompy.ompi.api.init import (
 )
 from ompy.ompi.api.memory import Aint_add, Aint_diff, Alloc_mem, Free_mem, Get_address
 from ompy.ompi.api.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
-from ompy.ompi.api.request import REQUEST_NULL, Prequest, Request
+from ompy.ompi.api.request import (
+    REQUEST_NULL,
+    Grequest,
+    Prequest,
+    Request,
+)
 from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
 from ompy.ompi.constants import (
     ANY_SOURCE,
@@ -121,7 +126,7 @@ from ompy.ompi.op import (
     SUM,
     Op,
 )
-from ompy.ompi.status import Status
+from ompy.ompi.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
 
 # MPI.INT, MPI.DOUBLE, ... and MPI.SUCCESS, MPI.ERR_TRUNCATE, ...
 globals().update(_DATATYPES)
@@ -258,5 +263,6 @@ __all__ += [
     "Remove_error_code",
     "Remove_error_string",
 ]
+__all__ += ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Grequest"]  # status and requests
 
 init_on_import()

@@ -54,9 +54,9 @@ from ..errors import Exception as MPIException
 from ..handle import Handle, predefine
 from ..instance import Instance
 from .checks import as_int
+from .communicator import Communicator
 
 if TYPE_CHECKING:
-    from .communicator import Communicator
     from .session import SessionState
 
 __all__ = [
@@ -321,16 +321,30 @@ class SessionErrhandlers(ErrhandlerMixin):
 
 class RequestErrhandlers(ErrhandlerDispatch):
     """Errors of ``Request`` calls (``Wait``, ``Test``, ...) go to the communicator's handler,
-    which a user function sees as the communicator, as in MPI."""
+    which a user function sees as the communicator, as in MPI.
+
+    A generalized request (``Grequest``) has no communicator: it waits through its instance.
+    Its errors (a failing ``query_fn``, ``Complete`` twice) belong to no object, so, as MPI 4
+    says of such errors, ``COMM_SELF``'s handler runs when the world model is up on that
+    instance; otherwise none does and the call raises.
+    """
 
     __slots__ = ()
-    _comm: Communicator | None  # provided by Request
+    _comm: Any  # provided by Request: a Communicator, or an Instance for a Grequest
 
     def _errhandler_holder_or_none(self) -> Communicator | None:
         c = self._comm
-        return None if c is None or c.freed else c
+        if c is None:
+            return None
+        if type(c) is not Communicator:
+            c = _self_communicator(c)
+            if c is None:
+                return None
+        return None if c.freed else c
 
     def _errhandler_describe(self, holder: Communicator) -> str:
+        if type(self._comm) is not Communicator:
+            return f"a generalized request (its errors go to {holder.name}, rank {holder.rank})"
         return f"a request on {holder.name} (rank {holder.rank} of {holder.size})"
 
     def _errhandler_view(self, holder: Communicator) -> Any:
@@ -340,6 +354,14 @@ class RequestErrhandlers(ErrhandlerDispatch):
 
     def _errhandler_forget(self, handle: Any) -> None:
         handle._c = None
+
+
+def _self_communicator(instance: object) -> Communicator | None:
+    """``COMM_SELF``'s communicator when the world model is up on ``instance``, else None."""
+    from .comm import COMM_SELF  # the communicator module imports the request module
+
+    c = COMM_SELF._c
+    return c if c is not None and c.instance is instance else None
 
 
 # -- installing the dispatch wrappers -----------------------------------------------------------
