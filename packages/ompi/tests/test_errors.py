@@ -31,8 +31,10 @@ def test_error_classes_have_open_mpi_numbers():
 def test_error_class_table_lists_every_err_name_once():
     assert errors.ERROR_CLASSES["ERR_TRUNCATE"] == 15
     assert errors.ERROR_CLASSES["SUCCESS"] == 0
-    named = {v for k, v in errors.ERROR_CLASSES.items() if k != "ERR_LASTCODE"}
-    assert len(named) == len(errors.ERROR_CLASSES) - 1
+    # ERR_ABI is ERR_LASTCODE, as in mpi4py on Open MPI 5 (which has no ABI error class).
+    assert errors.ERROR_CLASSES["ERR_ABI"] == errors.ERR_LASTCODE
+    named = {v for k, v in errors.ERROR_CLASSES.items() if k not in ("ERR_LASTCODE", "ERR_ABI")}
+    assert len(named) == len(errors.ERROR_CLASSES) - 2
     assert all(errors.is_error_class(value) for value in named)
 
 

@@ -25,7 +25,23 @@ from ompy.ompi.api.environment import (
     Wtime,
     get_vendor,
 )
+from ompy.ompi.api.errhandler import (
+    ERRHANDLER_NULL,
+    ERRORS_ABORT,
+    ERRORS_ARE_FATAL,
+    ERRORS_RETURN,
+    Errhandler,
+)
+from ompy.ompi.api.error_classes import (
+    Add_error_class,
+    Add_error_code,
+    Add_error_string,
+    Remove_error_class,
+    Remove_error_code,
+    Remove_error_string,
+)
 from ompy.ompi.api.from_group import MAX_STRINGTAG_LEN
+from ompy.ompi.api.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from ompy.ompi.api.init import (
     Attach_buffer,
     Detach_buffer,
@@ -228,6 +244,25 @@ __all__ += [
     "memory",
 ]
 __all__ += list(_DATATYPES) + list(_ERROR_CLASSES)
+# Info, error handlers, added error classes (issue 11).
+__all__ += [
+    "ERRHANDLER_NULL",
+    "ERRORS_ABORT",
+    "ERRORS_ARE_FATAL",
+    "ERRORS_RETURN",
+    "INFO_ENV",
+    "INFO_NULL",
+    "MAX_INFO_KEY",
+    "MAX_INFO_VAL",
+    "Add_error_class",
+    "Add_error_code",
+    "Add_error_string",
+    "Errhandler",
+    "Info",
+    "Remove_error_class",
+    "Remove_error_code",
+    "Remove_error_string",
+]
 __all__ += ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Grequest"]  # status and requests
 
 init_on_import()

@@ -29,7 +29,8 @@ from ompy.opal.progress import ProgressEngine
 
 from .attributes import KeyvalTable
 from .constants import THREAD_SINGLE
-from .errors import ERR_INTERN, ERR_LASTCODE, ERR_OTHER
+from .error_codes import ErrorCodes
+from .errors import ERR_INTERN, ERR_OTHER
 from .errors import Exception as MPIException
 from .group import Group, Members
 from .handle import HandleTable
@@ -94,6 +95,8 @@ class Instance:
     pickled_recvs: list[Any] = attrs.field(factory=list)
     _progress_registered: bool = False
     _advancing: bool = False
+    #: Error classes, codes and strings the program added (``MPI.Add_error_class``, ...).
+    error_codes: ErrorCodes = attrs.field(factory=ErrorCodes, repr=False)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
     rendezvous: Rendezvous = attrs.field(
         default=attrs.Factory(_rendezvous, takes_self=True), repr=False
@@ -102,8 +105,6 @@ class Instance:
     keyvals: KeyvalTable = attrs.field(factory=KeyvalTable, repr=False)
     #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).
     handles: HandleTable = attrs.field(factory=HandleTable, repr=False)
-    #: The largest error code in use (the ``LASTUSEDCODE`` attribute of ``COMM_WORLD``).
-    last_used_code: int = ERR_LASTCODE
 
     # -- groups ------------------------------------------------------------------------------
 

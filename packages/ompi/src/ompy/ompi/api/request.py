@@ -27,6 +27,7 @@ from ..errors import ERR_OTHER, ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..handle import Handle, predefine
 from ..status import Status
+from .errhandler import RequestErrhandlers
 from .ops import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
@@ -40,7 +41,7 @@ class Progressing(Protocol):
     def engine(self) -> Any: ...
 
 
-class Request(Handle, referent="_core"):
+class Request(RequestErrhandlers, Handle, referent="_core"):
     """Request handler."""
 
     __slots__ = ("_comm", "_core")
