@@ -60,11 +60,17 @@ def test_exception_compares_and_converts_like_its_code():
 
 
 def test_exception_detail_says_what_was_wrong():
+    """The class's name, then the detail: its generic meaning would only add noise
+    ("MPI_ERR_OTHER: known error not in list: Finalize: MPI is finalized")."""
     error = MPIException(errors.ERR_TRUNCATE, "received 80 bytes into a buffer of 40")
-    assert str(error) == (
-        "MPI_ERR_TRUNCATE: message truncated: received 80 bytes into a buffer of 40"
-    )
+    assert str(error) == "MPI_ERR_TRUNCATE: received 80 bytes into a buffer of 40"
     assert error.Get_error_string() == "MPI_ERR_TRUNCATE: message truncated"
+    finalized = MPIException(errors.ERR_OTHER, "Finalize: MPI is finalized")
+    assert str(finalized) == "MPI_ERR_OTHER: Finalize: MPI is finalized"
+
+
+def test_without_a_detail_the_message_is_the_error_string():
+    assert str(MPIException(errors.ERR_TRUNCATE)) == "MPI_ERR_TRUNCATE: message truncated"
 
 
 def test_negative_code_becomes_unknown():

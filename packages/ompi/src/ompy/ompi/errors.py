@@ -291,8 +291,13 @@ class Exception(builtins.RuntimeError):
         return f"MPI.Exception({self.ob_mpi})"
 
     def __str__(self) -> str:
+        # With a detail, the error class's name and the detail: the class's generic meaning
+        # ("known error not in list", "invalid communicator") says less than the detail does.
         if self.detail:
-            return f"{self.Get_error_string()}: {self.detail}"
+            name = _MEANINGS.get(self.ob_mpi, (None,))[0]
+            if name is not None:
+                return f"{name}: {self.detail}"
+            return f"{self.Get_error_string() or f'error code {self.ob_mpi}'}: {self.detail}"
         return self.Get_error_string()
 
     def __reduce__(self):
