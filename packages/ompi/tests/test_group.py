@@ -87,6 +87,7 @@ def test_union_intersection_difference_follow_mpi_order():
     a, b = group.Incl([3, 1, 2]), group.Incl([2, 5, 1, 0])
     assert procs(Group.Union(a, b)) == ("p3", "p1", "p2", "p5", "p0")
     assert procs(Group.Intersection(a, b)) == ("p1", "p2")
+    assert procs(Group.Intersect(a, b)) == ("p1", "p2")  # mpi4py's other name
     assert procs(Group.Difference(a, b)) == ("p3",)
     assert Group.Union(a, b).Get_rank() == 2
 

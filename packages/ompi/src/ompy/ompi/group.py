@@ -199,6 +199,9 @@ class Group(Handle, referent="_members"):
         procs = tuple(proc for proc in first.procs if proc in second.ranks)
         return _derived(cls, procs, first, second)
 
+    #: mpi4py's other name for :meth:`Intersection`.
+    Intersect = Intersection
+
     @classmethod
     def Difference(cls, group1: Group, group2: Group) -> Group:
         """Create a new group from the difference of two existing groups."""
