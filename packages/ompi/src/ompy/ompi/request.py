@@ -9,6 +9,7 @@ progress engine until ``complete`` is true, so the hot path is one attribute rea
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .constants import ANY_SOURCE, ANY_TAG
 
@@ -33,6 +34,10 @@ class CoreRequest:
         "source",
         "tag",
     )
+
+    #: What a lowercase wait returns: the received object, None for operations that carry none
+    #: (a class default; operations that carry an object set it per request).
+    result: Any = None
 
     def __init__(self) -> None:
         self.complete = False

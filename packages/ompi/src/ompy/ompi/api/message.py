@@ -15,13 +15,23 @@ from ..constants import ANY_SOURCE, ANY_TAG
 from ..datatype.buffer import parse_buffer
 from ..errors import ERR_REQUEST
 from ..errors import Exception as MPIException
+from ..mca.pml.interface import PmlMessage
 from ..status import Status
 from .communicator import Communicator
-from .ops import fill_status, proc_null_request, raise_if_failed, wait
 from .pickled import PickledRecv
 from .request import Request
+from .transfers import fill_status, proc_null_request, raise_if_failed, wait
 
-_NO_PROC = object()
+
+class _NoProc:
+    """What ``MESSAGE_NO_PROC`` refers to: the message of a probe with source ``PROC_NULL``."""
+
+    __slots__ = ()
+
+
+_NO_PROC = _NoProc()
+#: What a handle refers to: a message the PML took out of matching, NO_PROC, or nothing (NULL).
+_Referent = PmlMessage | _NoProc | None
 
 
 class Message:
@@ -31,7 +41,7 @@ class Message:
 
     def __init__(self, message: Message | None = None) -> None:
         if message is None:
-            self._message: Any = None
+            self._message: _Referent = None
             self._comm: Communicator | None = None
         elif isinstance(message, Message):
             self._message = message._message
@@ -40,7 +50,7 @@ class Message:
             raise TypeError(f"Message() takes a Message to refer to, not {type(message).__name__}")
 
     @classmethod
-    def _of(cls, message: Any, comm: Communicator | None) -> Message:
+    def _of(cls, message: PmlMessage | _NoProc, comm: Communicator | None) -> Message:
         handle = cls.__new__(cls)
         handle._message = message
         handle._comm = comm
@@ -62,24 +72,29 @@ class Message:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        if self._message is None:
-            return "<Message MESSAGE_NULL>"
-        if self._message is _NO_PROC:
-            return "<Message MESSAGE_NO_PROC>"
-        return f"<Message source={self._message.source} tag={self._message.tag}>"
-
-    def _take(self, call: str) -> tuple[Any, Communicator | None]:
-        """The message and its communicator; the handle becomes MESSAGE_NULL (unless NO_PROC)."""
         message = self._message
         if message is None:
+            return "<Message MESSAGE_NULL>"
+        if isinstance(message, _NoProc):
+            return "<Message MESSAGE_NO_PROC>"
+        return f"<Message source={message.source} tag={message.tag}>"
+
+    def _take(self, call: str) -> tuple[PmlMessage, Communicator] | None:
+        """The message and its communicator, None for MESSAGE_NO_PROC.
+
+        The handle becomes MESSAGE_NULL (MESSAGE_NO_PROC stays what it is).
+        """
+        message, comm = self._message, self._comm
+        if isinstance(message, _NoProc):
+            return None
+        if message is None or comm is None:
             raise MPIException(
                 ERR_REQUEST,
                 f"Message.{call}: the message is MESSAGE_NULL (already received, or never "
                 "probed); get one from Comm.Mprobe or Comm.Improbe",
             )
-        if message is not _NO_PROC:
-            self._message = None
-        return message, self._comm
+        self._message = None
+        return message, comm
 
     # -- probes -------------------------------------------------------------------------------
 
@@ -115,10 +130,11 @@ class Message:
 
     def Recv(self, buf: Any, status: Status | None = None) -> None:
         """Blocking receive of matched message."""
-        message, comm = self._take("Recv")
-        if message is _NO_PROC:
+        taken = self._take("Recv")
+        if taken is None:
             fill_status(status, proc_null_request())
             return
+        message, comm = taken
         request = comm.pml.imrecv(parse_buffer(buf, readonly=False), message)
         wait(comm, request)
         fill_status(status, request)
@@ -126,17 +142,19 @@ class Message:
 
     def Irecv(self, buf: Any) -> Request:
         """Nonblocking receive of matched message."""
-        message, comm = self._take("Irecv")
-        if message is _NO_PROC:
-            return Request._of(proc_null_request(), comm)
+        taken = self._take("Irecv")
+        if taken is None:
+            return Request._of(proc_null_request(), None)
+        message, comm = taken
         return Request._of(comm.pml.imrecv(parse_buffer(buf, readonly=False), message), comm)
 
     def recv(self, status: Status | None = None) -> Any:
         """Blocking receive of matched message; returns the object."""
-        message, comm = self._take("recv")
-        if message is _NO_PROC:
+        taken = self._take("recv")
+        if taken is None:
             fill_status(status, proc_null_request())
             return None
+        message, comm = taken
         request = PickledRecv(comm, message.source, message.tag, message)
         wait(comm, request)
         fill_status(status, request)
@@ -145,9 +163,10 @@ class Message:
 
     def irecv(self) -> Request:
         """Nonblocking receive of matched message; ``wait()`` returns the object."""
-        message, comm = self._take("irecv")
-        if message is _NO_PROC:
-            return Request._of(proc_null_request(), comm)
+        taken = self._take("irecv")
+        if taken is None:
+            return Request._of(proc_null_request(), None)
+        message, comm = taken
         return Request._of(PickledRecv(comm, message.source, message.tag, message), comm)
 
 

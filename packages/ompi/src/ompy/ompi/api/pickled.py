@@ -18,9 +18,7 @@ matching order at once, like any receive (a later ``Recv`` on the same source an
 overtake it), and the PML allocates the buffer when the message matches, in one step.  When the
 stream has arrived (a completion callback), the buffers are received from the sender it matched
 on the channel tag the header names; the channel is per message, so two objects in flight
-between the same pair never exchange buffers, whatever order the receiver takes them in.  A PML
-without sized receives (the interface's minimum) is served by a matched probe advanced from the
-progress engine, then a receive.
+between the same pair never exchange buffers, whatever order the receiver takes them in.
 """
 
 from __future__ import annotations
@@ -33,10 +31,10 @@ from ..datatype.buffer import BufferSpec
 from ..datatype.predefined import BYTE
 from ..errors import ERR_OTHER
 from ..errors import Exception as MPIException
-from ..mca.pml.interface import SendMode
+from ..mca.pml.interface import PmlMessage, PmlRequest, SendMode
 from .communicator import Communicator
-from .ops import BUFFERED, STANDARD, start_send
 from .tags import pickle_channel
+from .transfers import BUFFERED, STANDARD, start_send
 
 #: Contiguous buffers at least this large travel out of band (no copy); smaller ones in-band.
 OOB_THRESHOLD: Final = 16 * 1024
@@ -160,7 +158,7 @@ class PickledSend:
 
     __slots__ = ("_done", "parts", "serialized")
 
-    def __init__(self, parts: list[Any], serialized: Serialized) -> None:
+    def __init__(self, parts: list[PmlRequest], serialized: Serialized) -> None:
         self.parts = parts
         self.serialized = serialized  # keeps the stream alive until it is sent
         self._done = False
@@ -191,29 +189,25 @@ class PickledSend:
 
 def send_object(
     comm: Communicator, obj: Any, dest: int, tag: int, mode: SendMode, *, call: str
-) -> Any:
+) -> PmlRequest | PickledSend | None:
     """Start a blocking send of ``obj``: None if it already left, else the request to wait on."""
     stream, buffers = serialize(obj)
     if mode is STANDARD and not buffers and len(stream) < STREAM_OOB_THRESHOLD:
-        try:  # one message: the common case
-            send_view = comm.pml.send_view
-        except AttributeError:  # a PML with only the interface's isend
-            pass
-        else:
-            return send_view(frame(stream, buffers, 0), dest, tag, comm)
+        # one message: the common case
+        return comm.pml.send_view(frame(stream, buffers, 0), dest, tag, comm)
     return _start(comm, Serialized.of(stream, buffers), dest, tag, mode, call=call)
 
 
 def start_object_send(
     comm: Communicator, obj: Any, dest: int, tag: int, mode: SendMode, *, call: str
-) -> Any:
+) -> PmlRequest | PickledSend:
     """Serialize ``obj`` and start sending it (``dest``, ``tag`` already checked)."""
     return _start(comm, Serialized(obj), dest, tag, mode, call=call)
 
 
 def _start(
     comm: Communicator, serialized: Serialized, dest: int, tag: int, mode: SendMode, *, call: str
-) -> Any:
+) -> PmlRequest | PickledSend:
     if not serialized.outgoing:
         return start_send(comm, byte_spec(serialized.view), dest, tag, mode, call=call)
     counter = comm.channels.get(dest, 0)
@@ -255,7 +249,9 @@ class PickledRecv:
         "tag",
     )
 
-    def __init__(self, comm: Communicator, source: int, tag: int, message: Any = None) -> None:
+    def __init__(
+        self, comm: Communicator, source: int, tag: int, message: PmlMessage | None = None
+    ) -> None:
         self.comm = comm
         self.source = source
         self.tag = tag
@@ -267,20 +263,14 @@ class PickledRecv:
         self._done = False
         #: The stream's buffer when this side sized it; the pickle stream once it arrived.
         self._data: memoryview | None = None
-        self._parts: list[Any] = []
+        self._parts: list[PmlRequest] = []
         self._buffers: list[bytearray] = []
         self._left = -1  # buffers still to arrive; -1 while the stream has not
         pml = comm.pml
-        if message is not None:  # matched by Mprobe: its size is known
-            self._data = memoryview(bytearray(message.count))
-            stream = pml.imrecv(byte_spec(self._data), message)
-        else:
-            try:
-                irecv_view = pml.irecv_view
-            except AttributeError:  # a PML without receives sized by the message
-                stream = ProbedRecv(comm, source, tag)
-            else:
-                stream = irecv_view(None, source, tag, comm)
+        if message is not None:  # matched by Mprobe: sized by the PML as it receives
+            stream = pml.imrecv(None, message)
+        else:  # posted now, in matching order; the PML sizes its buffer at match time
+            stream = pml.irecv_view(None, source, tag, comm)
         self._stream = stream
         if stream.complete:
             self._stream_done(stream)
@@ -291,11 +281,11 @@ class PickledRecv:
     def complete(self) -> bool:
         if not self._done and not self._left:
             try:
-                stream_view = self._data
                 buffers = self._buffers
-                if stream_view is None:  # the stream came first among the buffers
-                    stream_view, buffers = buffers[0], buffers[1:]
-                self.result = pickle.loads(stream_view, buffers=buffers)
+                if self._data is None:  # the stream came first among the buffers
+                    self.result = pickle.loads(buffers[0], buffers=buffers[1:])
+                else:
+                    self.result = pickle.loads(self._data, buffers=buffers)
             except BaseException as error:  # reported by the wait, like any failed receive
                 self._fail(error)
             else:
@@ -310,7 +300,8 @@ class PickledRecv:
         if not self._done:
             self._stream.cancel()
 
-    def _stream_done(self, stream: Any) -> None:
+    def _stream_done(self, _request: object) -> None:
+        stream = self._stream
         try:
             self.source, self.tag, self.count = stream.source, stream.tag, stream.count
             if stream.cancelled:
@@ -319,7 +310,9 @@ class PickledRecv:
                 return
             if stream.exception is not None:
                 raise stream.exception
-            data = self._data if self._data is not None else stream.view
+            data = stream.view
+            if data is None:
+                raise MPIException(ERR_OTHER, "the PML completed a sized receive without data")
             self._data, channel, sizes = parse_stream(data)  # keeps the pickle stream only
             self._left = len(sizes)
             pml, comm = self.comm.pml, self.comm
@@ -337,7 +330,7 @@ class PickledRecv:
         except BaseException as error:  # reported by the wait, like any failed receive
             self._fail(error)
 
-    def _part_done(self, part: Any) -> None:
+    def _part_done(self, part: PmlRequest) -> None:
         if self._done:
             return
         try:
@@ -352,82 +345,3 @@ class PickledRecv:
         self.error = getattr(error, "error_class", ERR_OTHER)
         self._data = None
         self._done = True
-
-
-class ProbedRecv:
-    """A receive sized by its message for a PML that cannot size one: matched probe, then imrecv.
-
-    The instance advances it from a progress callback
-    (:meth:`~ompy.ompi.instance.Instance.track_pickled`) so that it matches while the program
-    waits for anything; it completes like a request (``on_complete`` runs once) and its
-    ``view`` holds the message.
-    """
-
-    __slots__ = (
-        "_inner",
-        "cancelled",
-        "comm",
-        "complete",
-        "count",
-        "error",
-        "exception",
-        "on_complete",
-        "source",
-        "tag",
-        "view",
-        "want_source",
-        "want_tag",
-    )
-
-    def __init__(self, comm: Communicator, source: int, tag: int) -> None:
-        self.comm = comm
-        self.want_source = source
-        self.want_tag = tag
-        self.source = source
-        self.tag = tag
-        self.count = 0
-        self.error = 0
-        self.exception: BaseException | None = None
-        self.cancelled = False
-        self.complete = False
-        self.on_complete: Any = None
-        self.view: memoryview | None = None
-        self._inner: Any = None
-        comm.instance.track_pickled(self)
-
-    @property
-    def done(self) -> bool:
-        return self.complete
-
-    def cancel(self) -> None:
-        if self._inner is None and not self.complete:
-            self.cancelled = True
-            self._finish()
-
-    def step(self) -> None:
-        """Match the message if it arrived; complete once it is received."""
-        if self.complete:
-            return
-        try:
-            if self._inner is None:
-                message = self.comm.pml.improbe(self.want_source, self.want_tag, self.comm)
-                if message is None:
-                    return
-                self.view = memoryview(bytearray(message.count))
-                self._inner = self.comm.pml.imrecv(byte_spec(self.view), message)
-            inner = self._inner
-            if not inner.complete:
-                return
-            self.source, self.tag, self.count = inner.source, inner.tag, inner.count
-            self.exception, self.error = inner.exception, inner.error
-        except BaseException as error:
-            self.exception = error
-            self.error = getattr(error, "error_class", ERR_OTHER)
-        self._finish()
-
-    def _finish(self) -> None:
-        self.complete = True
-        callback = self.on_complete
-        if callback is not None:
-            self.on_complete = None
-            callback(self)

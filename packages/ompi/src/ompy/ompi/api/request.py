@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from ompy.opal.progress import ProgressEngine
+
 from ..constants import UNDEFINED
 from ..errors import ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..status import Status
 from .communicator import Communicator
-from .ops import fill_empty, fill_status
+from .transfers import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
 Starter = Callable[[], Any]
@@ -39,7 +41,7 @@ class Request:
             raise TypeError(f"Request() takes a Request to refer to, not {type(request).__name__}")
 
     @classmethod
-    def _of(cls, core: Any, comm: Communicator) -> Request:
+    def _of(cls, core: Any, comm: Communicator | None) -> Request:
         request = cls.__new__(cls)
         request._core = core
         request._comm = comm
@@ -81,8 +83,22 @@ class Request:
         core = self._core
         if core is None or core.complete:
             return True
-        self._comm.engine.progress()
+        self._engine().progress()
         return core.complete
+
+    def _engine(self) -> ProgressEngine:
+        """The progress engine that completes this request's operation.
+
+        Only an operation still pending needs it, and every such operation was started on a
+        communicator (those without one, ``PROC_NULL`` receives of ``MESSAGE_NO_PROC``, are
+        born complete).
+        """
+        comm = self._comm
+        if comm is None:
+            raise MPIException(
+                ERR_REQUEST, f"{self!r} is pending but belongs to no communicator to progress"
+            )
+        return comm.engine
 
     def _done(self) -> bool:
         core = self._core
@@ -91,7 +107,7 @@ class Request:
     def _wait_core(self) -> None:
         core = self._core
         if core is not None and not core.complete:
-            self._comm.engine.wait_until(lambda: core.complete)
+            self._engine().wait_until(lambda: core.complete)
 
     def _retire(self, status: Status | None) -> Any:
         """Report a completed request: fill ``status``, release the handle, raise or return."""
@@ -103,7 +119,7 @@ class Request:
         self._release()
         if core.exception is not None:
             raise core.exception
-        return getattr(core, "result", None)
+        return core.result
 
     def _release(self) -> None:
         self._core = None
@@ -322,7 +338,7 @@ class Prequest(Request):
             return self._starter is other._starter
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         if self._is_null():
@@ -391,7 +407,7 @@ def _progress_unless_done(requests: Sequence[Request], active: list[int]) -> Non
     """One progress pass when any active request is still pending (MPI's tests progress)."""
     for index in active:
         if not requests[index]._core.complete:
-            requests[index]._comm.engine.progress()
+            requests[index]._engine().progress()
             return
 
 
@@ -413,7 +429,7 @@ def _wait_any(requests: Sequence[Request]) -> int:
                 return True
         return False
 
-    requests[active[0]]._comm.engine.wait_until(any_complete)
+    requests[active[0]]._engine().wait_until(any_complete)
     return found[0]
 
 

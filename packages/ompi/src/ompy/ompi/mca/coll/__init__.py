@@ -21,7 +21,7 @@ from .interface import (
     CollModule,
 )
 
-framework = Framework(
+framework: Framework[CollComponent] = Framework(
     "coll",
     "ompi",
     "collective operations: the algorithms of barrier, broadcast, reductions, ... per communicator",

@@ -84,9 +84,17 @@ tag, the same on every member, and makes sure no two calls in flight share one.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from ompy.opal.mca import Component, Offer
+
+if TYPE_CHECKING:
+    from ompy.opal.progress import ProgressEngine
+
+    from ...instance import Instance
+    from ..pml.interface import PmlModule
+    from .base.table import CollTable
 
 #: The version of this interface; components declare the version they were written against.
 INTERFACE_VERSION = (1, 0)
@@ -117,6 +125,33 @@ NONBLOCKING: Final[tuple[str, ...]] = tuple(f"i{name}" for name in BLOCKING)
 OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING
 
 
+class CollComm(Protocol):
+    """What a coll module sees of a communicator (the API's ``Communicator`` has this shape).
+
+    ``coll`` is the communicator's table (None until selection has built it), ``instance``
+    the process instance (its op framework gives the reduction kernels).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def context_id(self) -> int: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def world_ranks(self) -> Sequence[int]: ...
+    @property
+    def pml(self) -> PmlModule: ...
+    @property
+    def engine(self) -> ProgressEngine: ...
+    @property
+    def instance(self) -> Instance: ...
+    @property
+    def coll(self) -> CollTable | None: ...
+
+
 class CollModule:
     """What a coll component runs on one communicator: some of the operations above.
 
@@ -141,7 +176,7 @@ class CollModule:
         return callable(getattr(self, operation, None))
 
 
-class CollComponent(Component):
+class CollComponent(Component[CollComm, CollModule]):
     """Base class of coll components: ``query(comm)`` offers a :class:`CollModule` or ``None``.
 
     The offer's priority should normally be :attr:`priority` (the user's
@@ -151,6 +186,6 @@ class CollComponent(Component):
     framework: ClassVar[str] = "coll"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
 
-    def query(self, context: Any) -> Offer[CollModule] | None:
+    def query(self, context: CollComm) -> Offer[CollModule] | None:
         """Offer a module for the communicator ``context``, or ``None`` to stay out of it."""
         return None
