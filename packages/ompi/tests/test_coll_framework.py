@@ -19,6 +19,7 @@ from ompy.ompi.mca.coll import (
     BLOCKING,
     INTERFACE_VERSION,
     NONBLOCKING,
+    OBJECT_OPERATIONS,
     OPERATIONS,
     CollComponent,
     CollModule,
@@ -186,7 +187,10 @@ def test_the_coll_framework_keeps_every_component_that_offers():
     assert framework.cardinality is Cardinality.MANY
     assert framework.interface_version == INTERFACE_VERSION == (1, 0)
     assert len(BLOCKING) == len(NONBLOCKING) == 17
-    assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING}
+    assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING} | set(
+        OBJECT_OPERATIONS
+    )
+    assert all(name.endswith("_object") for name in OBJECT_OPERATIONS)
 
 
 def test_a_component_base_declines_and_a_module_implements_what_it_defines():

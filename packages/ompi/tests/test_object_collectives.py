@@ -1,7 +1,7 @@
-"""The lowercase collectives move pickles point to point, with their own algorithms.
+"""The lowercase collectives are the coll table's object operations, moved point to point.
 
-They never go through the communicator's coll table (each table operation is replaced here by
-one that fails), reductions apply the operation at every step of a tree in rank order (checked
+They never use the table's buffer operations (each one is replaced here by one that fails),
+reductions apply the operation at every step of a tree in rank order (checked
 with associative, non-commutative operations), and every member gets its own copy.  In-process
 loopback worlds of 1 to 9 ranks.
 """
@@ -13,14 +13,14 @@ import pytest
 
 from ompy import MPI
 from ompy.ompi.api.testing import make_world, run_ranks
-from ompy.ompi.mca.coll import OPERATIONS
+from ompy.ompi.mca.coll import BLOCKING, NONBLOCKING
 
 
 def no_byte_collectives(worlds):
-    """Make every operation of every rank's coll table fail if called."""
+    """Make every buffer operation of every rank's coll table fail if called."""
     for world in worlds:
         table = world._c.coll
-        for operation in OPERATIONS:
+        for operation in BLOCKING + NONBLOCKING:
 
             def refuse(*args, operation=operation):
                 raise AssertionError(f"the object collective called the table's {operation}")

@@ -94,6 +94,7 @@ from ompy.ompi.op import (
     Op,
 )
 from ompy.ompi.status import Status
+from ompy.opal.codec import Pickle, pickle
 
 # MPI.INT, MPI.DOUBLE, ... and MPI.SUCCESS, MPI.ERR_TRUNCATE, ...
 globals().update(_DATATYPES)
@@ -191,5 +192,6 @@ __all__ = [
     "Wtime",
 ]
 __all__ += list(_DATATYPES) + list(_ERROR_CLASSES)
+__all__ += ["Pickle", "pickle"]  # the object codec of the lowercase calls
 
 init_on_import()

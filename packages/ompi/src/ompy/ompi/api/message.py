@@ -18,7 +18,7 @@ from ..errors import Exception as MPIException
 from ..mca.pml.interface import PmlMessage
 from ..status import Status
 from .communicator import Communicator
-from .pickled import PickledRecv
+from .pickled import receive_object
 from .request import Request
 from .transfers import fill_status, proc_null_request, raise_if_failed, wait
 
@@ -155,7 +155,7 @@ class Message:
             fill_status(status, proc_null_request())
             return None
         message, comm = taken
-        request = PickledRecv(comm, message.source, message.tag, message)
+        request = receive_object(comm, message.source, message.tag, message)
         wait(comm, request)
         fill_status(status, request)
         raise_if_failed(request)
@@ -167,7 +167,7 @@ class Message:
         if taken is None:
             return Request._of(proc_null_request(), None)
         message, comm = taken
-        return Request._of(PickledRecv(comm, message.source, message.tag, message), comm)
+        return Request._of(receive_object(comm, message.source, message.tag, message), comm)
 
 
 MESSAGE_NULL = Message()

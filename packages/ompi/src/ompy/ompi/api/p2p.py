@@ -20,7 +20,7 @@ from ..status import Status
 from .checks import dest_rank, recv_tag, send_tag, source_rank
 from .communicator import Communicator
 from .message import MESSAGE_NO_PROC, Message
-from .pickled import PickledRecv, send_object, start_object_send
+from .pickled import receive_object, send_object, start_object_send
 from .request import Prequest, Request
 from .transfers import (
     BUFFERED,
@@ -428,7 +428,7 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
-        request = PickledRecv(c, source, tag)
+        request = receive_object(c, source, tag)
         if not request.complete:
             c.engine.wait_for(request)
         if status is not None:
@@ -442,7 +442,7 @@ class PointToPoint:
         c, source, tag = self._recv_args("Comm.irecv", source, tag)
         if source == PROC_NULL:
             return Request._of(proc_null_request(), c)
-        return Request._of(PickledRecv(c, source, tag), c)
+        return Request._of(receive_object(c, source, tag), c)
 
     def sendrecv(  # noqa: PLR0917 (mpi4py's signature)
         self,

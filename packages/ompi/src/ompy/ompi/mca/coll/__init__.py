@@ -16,9 +16,12 @@ from .interface import (
     BLOCKING,
     INTERFACE_VERSION,
     NONBLOCKING,
+    OBJECT_OPERATIONS,
     OPERATIONS,
+    CollComm,
     CollComponent,
     CollModule,
+    Combine,
 )
 
 framework: Framework[CollComponent] = Framework(
@@ -33,8 +36,11 @@ __all__ = [
     "BLOCKING",
     "INTERFACE_VERSION",
     "NONBLOCKING",
+    "OBJECT_OPERATIONS",
     "OPERATIONS",
+    "CollComm",
     "CollComponent",
     "CollModule",
+    "Combine",
     "framework",
 ]

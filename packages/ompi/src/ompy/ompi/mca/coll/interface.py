@@ -63,6 +63,26 @@ Blocking forms (return ``None``)::
     scan(comm, sendspec, recvspec, op)            sendspec.in_place: the input is in recvspec
     exscan(comm, sendspec, recvspec, op)          recvspec of rank 0 is left untouched
 
+Object forms (the lowercase ``comm.bcast(obj)``, ...; return the object, or None where MPI
+gives nothing)::
+
+    bcast_object(comm, obj, root)                 -> the root's object, on every member
+    gather_object(comm, obj, root)                -> list in rank order at root, None elsewhere
+    scatter_object(comm, items, root)             items: sequence of size objects at root, None
+                                                    elsewhere -> item rank
+    allgather_object(comm, obj)                   -> list in rank order
+    alltoall_object(comm, items)                  items: one per rank -> one from each rank
+    reduce_object(comm, obj, op, root)            op: function of two objects -> result at root
+    allreduce_object(comm, obj, op)               -> x0 op x1 op ... op xp-1 on every member
+    scan_object(comm, obj, op)                    -> x0 op ... op x_rank
+    exscan_object(comm, obj, op)                  -> x0 op ... op x_rank-1 (None on rank 0)
+
+Objects travel through the instance's codec (``comm.instance.codec``, ``MPI.pickle``) with
+:func:`ompy.ompi.mca.coll.base.send_object` and :func:`~ompy.ompi.mca.coll.base.recv_object`.
+Reductions must keep rank order (``op`` is associative, not necessarily commutative); every
+member gets its own object, the root included (never the caller's object itself).  The
+signatures are typed once, below (:data:`OBJECT_SIGNATURES`).
+
 Nonblocking forms: the same name with an ``i`` in front and the same arguments
 (``ibarrier(comm)``, ``iallreduce(comm, sendspec, recvspec, op)``, ...); they start the
 operation and return a :class:`~ompy.ompi.request.CoreRequest` that completes through the
@@ -84,10 +104,12 @@ tag, the same on every member, and makes sure no two calls in flight share one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from ompy.opal.mca import Component, Offer
+
+from ..pml.interface import PmlComm
 
 if TYPE_CHECKING:
     from ompy.opal.progress import ProgressEngine
@@ -121,12 +143,50 @@ BLOCKING: Final[tuple[str, ...]] = (
 )
 #: The nonblocking operations: ``ibarrier``, ``ibcast``, ...
 NONBLOCKING: Final[tuple[str, ...]] = tuple(f"i{name}" for name in BLOCKING)
+#: The operations on Python objects (the lowercase collectives), blocking only.
+OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
+    "bcast_object",
+    "gather_object",
+    "scatter_object",
+    "allgather_object",
+    "alltoall_object",
+    "reduce_object",
+    "allreduce_object",
+    "scan_object",
+    "exscan_object",
+)
 #: Every operation a module may implement.
-OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING
+OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS
+
+#: How the object reductions combine two objects: ``op(lower ranks, higher ranks)``.
+Combine = Callable[[Any, Any], Any]
+#: The signature of each object operation, as the table holds it (``comm`` first).
+BcastObject = Callable[["CollComm", Any, int], Any]
+GatherObject = Callable[["CollComm", Any, int], "list[Any] | None"]
+ScatterObject = Callable[["CollComm", "Sequence[Any] | None", int], Any]
+AllgatherObject = Callable[["CollComm", Any], "list[Any]"]
+AlltoallObject = Callable[["CollComm", "Sequence[Any]"], "list[Any]"]
+ReduceObject = Callable[["CollComm", Any, Combine, int], Any]
+AllreduceObject = Callable[["CollComm", Any, Combine], Any]
+ScanObject = Callable[["CollComm", Any, Combine], Any]
+#: Operation name -> its signature (what :class:`~.base.table.CollTable` declares).
+OBJECT_SIGNATURES: Final[dict[str, Any]] = {
+    "bcast_object": BcastObject,
+    "gather_object": GatherObject,
+    "scatter_object": ScatterObject,
+    "allgather_object": AllgatherObject,
+    "alltoall_object": AlltoallObject,
+    "reduce_object": ReduceObject,
+    "allreduce_object": AllreduceObject,
+    "scan_object": ScanObject,
+    "exscan_object": ScanObject,
+}
 
 
-class CollComm(Protocol):
+class CollComm(PmlComm, Protocol):
     """What a coll module sees of a communicator (the API's ``Communicator`` has this shape).
+
+    It is the PML's communicator (modules hand it to the PML) with what collectives add.
 
     ``coll`` is the communicator's table (None until selection has built it), ``instance``
     the process instance (its op framework gives the reduction kernels).
@@ -134,14 +194,6 @@ class CollComm(Protocol):
 
     @property
     def name(self) -> str: ...
-    @property
-    def context_id(self) -> int: ...
-    @property
-    def rank(self) -> int: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def world_ranks(self) -> Sequence[int]: ...
     @property
     def pml(self) -> PmlModule: ...
     @property

@@ -4,7 +4,8 @@ Like Open MPI's ``coll/basic``, it is the fallback under every other coll compon
 every intra-communicator at a low priority, so a faster component wins whatever it implements
 and ``basic`` serves the rest.  Each algorithm is written once, as a schedule
 (:mod:`.rooted`, :mod:`.everyone`); the blocking method runs it in the caller and the
-nonblocking one starts it on the progress engine.
+nonblocking one starts it on the progress engine.  The object operations (:mod:`.objects`)
+move Python objects point to point.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ompy.ompi.mca.coll import CollComponent, CollModule
 from ompy.ompi.mca.coll.base import run_schedule, start_schedule
 from ompy.opal.mca import Offer
 
-from . import __version__, everyone, rooted
+from . import __version__, everyone, objects, rooted
 
 
 def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
@@ -33,6 +34,15 @@ def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
         return start_schedule(comm, algorithm, *args)
 
     operation.__name__ = "i" + algorithm.__name__
+    operation.__doc__ = algorithm.__doc__
+    return operation
+
+
+def _object(algorithm: Callable[..., Any]) -> Callable[..., Any]:
+    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
+        return algorithm(comm, *args)
+
+    operation.__name__ = algorithm.__name__ + "_object"
     operation.__doc__ = algorithm.__doc__
     return operation
 
@@ -66,6 +76,16 @@ class BasicCollModule(CollModule):
     iscan = _nonblocking(everyone.scan)
     exscan = _blocking(everyone.exscan)
     iexscan = _nonblocking(everyone.exscan)
+    # Python objects (the lowercase collectives), point to point through the codec
+    bcast_object = _object(objects.bcast)
+    gather_object = _object(objects.gather)
+    scatter_object = _object(objects.scatter)
+    allgather_object = _object(objects.allgather)
+    alltoall_object = _object(objects.alltoall)
+    reduce_object = _object(objects.reduce)
+    allreduce_object = _object(objects.allreduce)
+    scan_object = _object(objects.scan)
+    exscan_object = _object(objects.exscan)
 
 
 class BasicCollComponent(CollComponent):

@@ -21,7 +21,19 @@ import attrs
 
 from ....errors import ERR_UNSUPPORTED_OPERATION
 from ....errors import Exception as MPIException
-from ..interface import BLOCKING, OPERATIONS, CollModule
+from ..interface import (
+    BLOCKING,
+    OPERATIONS,
+    AllgatherObject,
+    AllreduceObject,
+    AlltoallObject,
+    BcastObject,
+    CollModule,
+    GatherObject,
+    ReduceObject,
+    ScanObject,
+    ScatterObject,
+)
 
 
 @attrs.define(eq=False)
@@ -37,6 +49,18 @@ class Provider:
 
 class CollTable:
     """The collective operations of one communicator (attributes named after the operations)."""
+
+    # The object operations, typed with the interface's signatures (build_table sets every
+    # operation of OPERATIONS, these included, as an attribute).
+    bcast_object: BcastObject
+    gather_object: GatherObject
+    scatter_object: ScatterObject
+    allgather_object: AllgatherObject
+    alltoall_object: AlltoallObject
+    reduce_object: ReduceObject
+    allreduce_object: AllreduceObject
+    scan_object: ScanObject
+    exscan_object: ScanObject
 
     def __init__(self, modules: list[tuple[str, CollModule]]) -> None:
         #: (component name, module) of every module serving some operation, best first.
