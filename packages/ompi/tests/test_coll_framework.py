@@ -456,3 +456,14 @@ def test_instances_in_one_interpreter_select_independently(installed):
     ref_world._c.instance.coll.finalize()  # closing one leaves the other running
     assert fast_world._c.instance.coll.is_open
     assert table(fast_world).provider("barrier") == "fast"
+
+
+def test_every_operation_has_one_typed_signature_that_the_table_declares():
+    from ompy.ompi.mca.coll import interface
+    from ompy.ompi.mca.coll.base.table import CollTable
+
+    assert set(interface.SIGNATURES) == set(OPERATIONS)
+    declared = CollTable.__annotations__  # alias names (the module defers annotations)
+    for operation, signature in interface.SIGNATURES.items():
+        names = {name for name, value in vars(interface).items() if value is signature}
+        assert declared[operation] in names, operation

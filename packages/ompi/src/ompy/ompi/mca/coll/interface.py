@@ -34,7 +34,7 @@ none, so "implements" means "has the attribute").  ``comm`` is the internal
   the *lower* ranks.
 - Roots are valid ranks, op/datatype pairs are allowed, counts agree: the API checked them.
 
-Blocking forms (return ``None``)::
+Blocking forms (return ``None``; every signature is typed once in :data:`SIGNATURES`)::
 
     barrier(comm)
     bcast(comm, spec, root)
@@ -81,7 +81,7 @@ Objects travel through the instance's codec (``comm.instance.codec``, ``MPI.pick
 :func:`ompy.ompi.mca.coll.base.send_object` and :func:`~ompy.ompi.mca.coll.base.recv_object`.
 Reductions must keep rank order (``op`` is associative, not necessarily commutative); every
 member gets its own object, the root included (never the caller's object itself).  The
-signatures are typed once, below (:data:`OBJECT_SIGNATURES`).
+signatures are typed once, below (:data:`SIGNATURES`).
 
 Nonblocking forms: the same name with an ``i`` in front and the same arguments
 (``ibarrier(comm)``, ``iallreduce(comm, sendspec, recvspec, op)``, ...); they start the
@@ -114,7 +114,10 @@ from ..pml.interface import PmlComm
 if TYPE_CHECKING:
     from ompy.opal.progress import ProgressEngine
 
+    from ...datatype.buffer import BufferSpec, VectorBufferSpec
     from ...instance import Instance
+    from ...op import Op
+    from ...request import CoreRequest
     from ..pml.interface import PmlModule
     from .base.table import CollTable
 
@@ -158,6 +161,39 @@ OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
 #: Every operation a module may implement.
 OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS
 
+# -- the signature of every operation, as a module implements it and the table holds it ----------
+# (``comm`` first; a nonblocking operation returns the request the API wraps).
+
+Barrier = Callable[["CollComm"], None]
+Ibarrier = Callable[["CollComm"], "CoreRequest"]
+Bcast = Callable[["CollComm", "BufferSpec", int], None]
+Ibcast = Callable[["CollComm", "BufferSpec", int], "CoreRequest"]
+#: gather and gatherv: the receive blocks at the root, None elsewhere.
+Gather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec | None", int], None]
+Igather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec | None", int], "CoreRequest"]
+#: scatter and scatterv: the send blocks at the root, None elsewhere.
+Scatter = Callable[["CollComm", "VectorBufferSpec | None", "BufferSpec", int], None]
+Iscatter = Callable[["CollComm", "VectorBufferSpec | None", "BufferSpec", int], "CoreRequest"]
+#: allgather and allgatherv.
+Allgather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec"], None]
+Iallgather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec"], "CoreRequest"]
+#: alltoall and alltoallv.
+Alltoall = Callable[["CollComm", "VectorBufferSpec", "VectorBufferSpec"], None]
+Ialltoall = Callable[["CollComm", "VectorBufferSpec", "VectorBufferSpec"], "CoreRequest"]
+Alltoallw = Callable[["CollComm", "tuple[BufferSpec, ...] | None", "tuple[BufferSpec, ...]"], None]
+Ialltoallw = Callable[
+    ["CollComm", "tuple[BufferSpec, ...] | None", "tuple[BufferSpec, ...]"], "CoreRequest"
+]
+Reduce = Callable[["CollComm", "BufferSpec", "BufferSpec | None", "Op", int], None]
+Ireduce = Callable[["CollComm", "BufferSpec", "BufferSpec | None", "Op", int], "CoreRequest"]
+#: allreduce, reduce_scatter_block, scan and exscan.
+Allreduce = Callable[["CollComm", "BufferSpec", "BufferSpec", "Op"], None]
+Iallreduce = Callable[["CollComm", "BufferSpec", "BufferSpec", "Op"], "CoreRequest"]
+ReduceScatter = Callable[["CollComm", "BufferSpec", "BufferSpec", "tuple[int, ...]", "Op"], None]
+IreduceScatter = Callable[
+    ["CollComm", "BufferSpec", "BufferSpec", "tuple[int, ...]", "Op"], "CoreRequest"
+]
+
 #: How the object reductions combine two objects: ``op(lower ranks, higher ranks)``.
 Combine = Callable[[Any, Any], Any]
 #: The signature of each object operation, as the table holds it (``comm`` first).
@@ -170,7 +206,41 @@ ReduceObject = Callable[["CollComm", Any, Combine, int], Any]
 AllreduceObject = Callable[["CollComm", Any, Combine], Any]
 ScanObject = Callable[["CollComm", Any, Combine], Any]
 #: Operation name -> its signature (what :class:`~.base.table.CollTable` declares).
-OBJECT_SIGNATURES: Final[dict[str, Any]] = {
+SIGNATURES: Final[dict[str, Any]] = {
+    "barrier": Barrier,
+    "bcast": Bcast,
+    "gather": Gather,
+    "gatherv": Gather,
+    "scatter": Scatter,
+    "scatterv": Scatter,
+    "allgather": Allgather,
+    "allgatherv": Allgather,
+    "alltoall": Alltoall,
+    "alltoallv": Alltoall,
+    "alltoallw": Alltoallw,
+    "reduce": Reduce,
+    "allreduce": Allreduce,
+    "reduce_scatter_block": Allreduce,
+    "reduce_scatter": ReduceScatter,
+    "scan": Allreduce,
+    "exscan": Allreduce,
+    "ibarrier": Ibarrier,
+    "ibcast": Ibcast,
+    "igather": Igather,
+    "igatherv": Igather,
+    "iscatter": Iscatter,
+    "iscatterv": Iscatter,
+    "iallgather": Iallgather,
+    "iallgatherv": Iallgather,
+    "ialltoall": Ialltoall,
+    "ialltoallv": Ialltoall,
+    "ialltoallw": Ialltoallw,
+    "ireduce": Ireduce,
+    "iallreduce": Iallreduce,
+    "ireduce_scatter_block": Iallreduce,
+    "ireduce_scatter": IreduceScatter,
+    "iscan": Iallreduce,
+    "iexscan": Iallreduce,
     "bcast_object": BcastObject,
     "gather_object": GatherObject,
     "scatter_object": ScatterObject,

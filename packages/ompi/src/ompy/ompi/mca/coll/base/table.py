@@ -24,14 +24,34 @@ from ....errors import Exception as MPIException
 from ..interface import (
     BLOCKING,
     OPERATIONS,
+    Allgather,
     AllgatherObject,
+    Allreduce,
     AllreduceObject,
+    Alltoall,
     AlltoallObject,
+    Alltoallw,
+    Barrier,
+    Bcast,
     BcastObject,
     CollModule,
+    Gather,
     GatherObject,
+    Iallgather,
+    Iallreduce,
+    Ialltoall,
+    Ialltoallw,
+    Ibarrier,
+    Ibcast,
+    Igather,
+    Ireduce,
+    IreduceScatter,
+    Iscatter,
+    Reduce,
     ReduceObject,
+    ReduceScatter,
     ScanObject,
+    Scatter,
     ScatterObject,
 )
 
@@ -50,8 +70,42 @@ class Provider:
 class CollTable:
     """The collective operations of one communicator (attributes named after the operations)."""
 
-    # The object operations, typed with the interface's signatures (build_table sets every
-    # operation of OPERATIONS, these included, as an attribute).
+    # Every operation, typed with the interface's signatures (build_table sets each one of
+    # OPERATIONS as an attribute).
+    barrier: Barrier
+    bcast: Bcast
+    gather: Gather
+    gatherv: Gather
+    scatter: Scatter
+    scatterv: Scatter
+    allgather: Allgather
+    allgatherv: Allgather
+    alltoall: Alltoall
+    alltoallv: Alltoall
+    alltoallw: Alltoallw
+    reduce: Reduce
+    allreduce: Allreduce
+    reduce_scatter_block: Allreduce
+    reduce_scatter: ReduceScatter
+    scan: Allreduce
+    exscan: Allreduce
+    ibarrier: Ibarrier
+    ibcast: Ibcast
+    igather: Igather
+    igatherv: Igather
+    iscatter: Iscatter
+    iscatterv: Iscatter
+    iallgather: Iallgather
+    iallgatherv: Iallgather
+    ialltoall: Ialltoall
+    ialltoallv: Ialltoall
+    ialltoallw: Ialltoallw
+    ireduce: Ireduce
+    iallreduce: Iallreduce
+    ireduce_scatter_block: Iallreduce
+    ireduce_scatter: IreduceScatter
+    iscan: Iallreduce
+    iexscan: Iallreduce
     bcast_object: BcastObject
     gather_object: GatherObject
     scatter_object: ScatterObject
