@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ompy.opal import codec
+from ompy.opal import codec as opal_codec
 from ompy.opal.codec import Pickle
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
@@ -92,7 +92,7 @@ class Instance:
     bsend: BsendPool = attrs.field(factory=_bsend_pool)
     #: The object codec of every lowercase call: the process's ``MPI.pickle`` unless a test
     #: gives an instance its own.
-    codec: Pickle = attrs.field(factory=lambda: codec.pickle)
+    codec: Pickle = attrs.field(factory=lambda: opal_codec.pickle)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
     rendezvous: Rendezvous = attrs.field(
         default=attrs.Factory(_rendezvous, takes_self=True), repr=False
