@@ -93,3 +93,20 @@ def test_a_bad_op_or_sequence_is_refused_before_anything_moves():
         return True
 
     assert all(run_ranks(make_world(2), bad, timeout=30))
+
+
+def test_the_object_collectives_are_operations_of_the_coll_table():
+    worlds = make_world(2)
+    calls = []
+    for world in worlds:
+        table = world._c.coll
+        assert table.provider("allreduce_object") == "basic"  # nobody else implements them
+        original = table.allreduce_object
+
+        def spy(comm, obj, op, original=original):
+            calls.append(comm.rank)
+            return original(comm, obj, op)
+
+        table.allreduce_object = spy
+    assert run_ranks(worlds, lambda comm: comm.allreduce(comm.Get_rank() + 1)) == [3, 3]
+    assert sorted(calls) == [0, 1]  # the API called the table's operation on every rank
