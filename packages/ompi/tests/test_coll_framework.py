@@ -467,3 +467,16 @@ def test_every_operation_has_one_typed_signature_that_the_table_declares():
     for operation, signature in interface.SIGNATURES.items():
         names = {name for name, value in vars(interface).items() if value is signature}
         assert declared[operation] in names, operation
+
+
+def test_a_communicator_without_selection_has_a_table_that_refuses_every_operation():
+    from ompy.ompi import errors
+    from ompy.ompi.mca.coll.base import unselected_table
+
+    table = unselected_table("the channel")
+    for operation in ("barrier", "iallreduce", "bcast_object"):
+        with pytest.raises(errors.Exception, match=f"implements {operation} on .*the channel"):
+            getattr(table, operation)(None)
+    with pytest.raises(AttributeError):
+        table.no_such_operation  # noqa: B018 (the lookup is the test)
+    assert table.modules == [] and table.provider("barrier") is None

@@ -258,7 +258,8 @@ class CollComm(PmlComm, Protocol):
 
     It is the PML's communicator (modules hand it to the PML) with what collectives add.
 
-    ``coll`` is the communicator's table (None until selection has built it), ``instance``
+    ``coll`` is the communicator's table (every operation refuses until selection built it),
+    ``instance``
     the process instance (its op framework gives the reduction kernels).
     """
 
@@ -271,7 +272,7 @@ class CollComm(PmlComm, Protocol):
     @property
     def instance(self) -> Instance: ...
     @property
-    def coll(self) -> CollTable | None: ...
+    def coll(self) -> CollTable: ...
 
 
 class CollModule:

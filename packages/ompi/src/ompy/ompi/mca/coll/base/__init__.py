@@ -43,7 +43,7 @@ from .helpers import (
 from .objects import copy_object, encode_object, receive, recv_object, send_object, wait_all
 from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
 from .select import CollSelection, comm_select, comm_unselect
-from .table import CollTable, Provider, build_table
+from .table import CollTable, Provider, build_table, unselected_table
 from .tags import FIRST_TAG, LAST_TAG, TAGS, claim_tag, next_tag
 
 __all__ = [
@@ -79,5 +79,6 @@ __all__ = [
     "send_object",
     "start_schedule",
     "subtree_size",
+    "unselected_table",
     "wait_all",
 ]

@@ -181,6 +181,29 @@ def build_table(
     return table, used
 
 
+class _UnselectedTable(CollTable):
+    """A table no selection filled: each operation, looked up, is one that refuses to run.
+
+    Every communicator holds one from construction until ``create`` selects its real table (a
+    communicator used only by the library itself, such as the rendezvous channel, keeps it),
+    so ``comm.coll`` is always a table; making it costs no more than an empty table.
+    """
+
+    def __init__(self, comm_name: str) -> None:
+        super().__init__([])
+        self._comm_name = comm_name
+
+    def __getattr__(self, operation: str) -> Callable[..., Any]:
+        if operation not in OPERATIONS:
+            raise AttributeError(operation)
+        return _unsupported(operation, self._comm_name, "none (no selection was made)")
+
+
+def unselected_table(comm_name: str) -> CollTable:
+    """The table of a communicator before (or without) selection: every operation refuses."""
+    return _UnselectedTable(comm_name)
+
+
 def _wait_on(start: Callable[..., Any]) -> Callable[..., None]:
     """A blocking operation made of a nonblocking one: start it, progress until it completes."""
 
