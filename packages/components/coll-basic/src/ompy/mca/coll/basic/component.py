@@ -38,15 +38,6 @@ def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
     return operation
 
 
-def _object(algorithm: Callable[..., Any]) -> Callable[..., Any]:
-    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
-        return algorithm(comm, *args)
-
-    operation.__name__ = algorithm.__name__ + "_object"
-    operation.__doc__ = algorithm.__doc__
-    return operation
-
-
 class BasicCollModule(CollModule):
     """Every operation of the coll interface; no per-communicator state."""
 
@@ -76,16 +67,17 @@ class BasicCollModule(CollModule):
     iscan = _nonblocking(everyone.scan)
     exscan = _blocking(everyone.exscan)
     iexscan = _nonblocking(everyone.exscan)
-    # Python objects (the lowercase collectives), point to point through the codec
-    bcast_object = _object(objects.bcast)
-    gather_object = _object(objects.gather)
-    scatter_object = _object(objects.scatter)
-    allgather_object = _object(objects.allgather)
-    alltoall_object = _object(objects.alltoall)
-    reduce_object = _object(objects.reduce)
-    allreduce_object = _object(objects.allreduce)
-    scan_object = _object(objects.scan)
-    exscan_object = _object(objects.exscan)
+    # Python objects (the lowercase collectives), point to point through the codec; the
+    # functions themselves (no per-communicator state), so the table calls them directly
+    bcast_object = staticmethod(objects.bcast)
+    gather_object = staticmethod(objects.gather)
+    scatter_object = staticmethod(objects.scatter)
+    allgather_object = staticmethod(objects.allgather)
+    alltoall_object = staticmethod(objects.alltoall)
+    reduce_object = staticmethod(objects.reduce)
+    allreduce_object = staticmethod(objects.allreduce)
+    scan_object = staticmethod(objects.scan)
+    exscan_object = staticmethod(objects.exscan)
 
 
 class BasicCollComponent(CollComponent):
