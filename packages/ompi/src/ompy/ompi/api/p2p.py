@@ -15,6 +15,7 @@ import numpy as np
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import parse_buffer
 from ..datatype.predefined import TYPECHARS
+from ..mca.pml.base.objects import ObjectRecv
 from ..mca.pml.interface import PmlMessage, ProbeStatus, SendMode
 from ..status import Status
 from .checks import dest_rank, recv_tag, send_tag, source_rank
@@ -428,7 +429,7 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
-        request = receive_object(c, source, tag)
+        request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)  # receive_object, inlined
         if not request.complete:
             c.engine.wait_for(request)
         if status is not None:
