@@ -3,20 +3,27 @@
 This module only re-exports; the code lives in :mod:`ompy.ompi` (constants, errors, datatypes,
 ``Status``, ``Group``, ``Op``) and :mod:`ompy.ompi.api` (communicators, requests, messages,
 initialization).  Importing it initializes MPI, as importing ``mpi4py.MPI`` does, unless
-:mod:`ompy.ompi.api.rc` says otherwise; MPI is finalized at exit.
+:mod:`ompy.rc` says otherwise; MPI is finalized at exit.
 """
 
 from __future__ import annotations
 
+from ompy.ompi.api.buffering import Flush_buffer, Iflush_buffer
 from ompy.ompi.api.comm import COMM_NULL, COMM_SELF, COMM_TYPE_SHARED, COMM_WORLD, Comm, Intracomm
 from ompy.ompi.api.environment import (
+    Get_abi_fortran_info,
+    Get_abi_info,
+    Get_abi_version,
     Get_error_class,
     Get_error_string,
+    Get_hw_resource_info,
     Get_library_version,
     Get_processor_name,
     Get_version,
+    Pcontrol,
     Wtick,
     Wtime,
+    get_vendor,
 )
 from ompy.ompi.api.from_group import MAX_STRINGTAG_LEN
 from ompy.ompi.api.init import (
@@ -31,6 +38,7 @@ from ompy.ompi.api.init import (
     Query_thread,
     init_on_import,
 )
+from ompy.ompi.api.memory import Aint_add, Aint_diff, Alloc_mem, Free_mem, Get_address
 from ompy.ompi.api.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from ompy.ompi.api.request import REQUEST_NULL, Prequest, Request
 from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
@@ -69,12 +77,16 @@ from ompy.ompi.constants import (
     UNIVERSE_SIZE,
     VERSION,
     WTIME_IS_GLOBAL,
+    BottomType,
+    BufferAutomaticType,
+    InPlaceType,
 )
 from ompy.ompi.datatype import BY_KEY as _DATATYPES
 from ompy.ompi.datatype import DATATYPE_NULL, Datatype
 from ompy.ompi.errors import ERROR_CLASSES as _ERROR_CLASSES
 from ompy.ompi.errors import Exception
 from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group
+from ompy.ompi.memory import buffer, memory
 from ompy.ompi.op import (
     BAND,
     BOR,
@@ -164,6 +176,8 @@ __all__ = [
     "VERSION",
     "WTIME_IS_GLOBAL",
     "Attach_buffer",
+    "BottomType",
+    "BufferAutomaticType",
     "Comm",
     "Datatype",
     "Detach_buffer",
@@ -175,6 +189,7 @@ __all__ = [
     "Get_processor_name",
     "Get_version",
     "Group",
+    "InPlaceType",
     "Init",
     "Init_thread",
     "Intracomm",
@@ -190,6 +205,23 @@ __all__ = [
     "Status",
     "Wtick",
     "Wtime",
+]
+__all__ += [
+    "Aint_add",
+    "Aint_diff",
+    "Alloc_mem",
+    "Flush_buffer",
+    "Free_mem",
+    "Get_abi_fortran_info",
+    "Get_abi_info",
+    "Get_abi_version",
+    "Get_address",
+    "Get_hw_resource_info",
+    "Iflush_buffer",
+    "Pcontrol",
+    "buffer",
+    "get_vendor",
+    "memory",
 ]
 __all__ += list(_DATATYPES) + list(_ERROR_CLASSES)
 __all__ += ["Pickle", "pickle"]  # the object codec of the lowercase calls

@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -38,7 +39,7 @@ from typing import Any, NoReturn
 
 import msgpack
 
-from ompy.opal import output
+from ompy.opal import output, proctitle
 from ompy.orte.control import ControlClient, ControlError, ModexStore, protocol
 from ompy.orte.control.client import DEFAULT_CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ompy.orte.mca.ess import Identity
@@ -228,7 +229,15 @@ class Runtime:
         # The launcher prints a reported traceback once, tagged with the rank, and only for the
         # rank that failed first; printing it here too would show every rank's consequential
         # errors (peers failing their next fence) as well.
-        text = "".join(traceback.format_exception(kind, value, tb))
+        from ompy.opal.mca import MCAError
+        from ompy.opal.mca.params import ParamError
+
+        if isinstance(value, (MCAError, ParamError)):
+            # A configuration the user must fix (a component that cannot run, a bad value):
+            # the message says what and where; the frames of the selection code would not.
+            text = f"{kind.__name__}: {value}\n"
+        else:
+            text = "".join(traceback.format_exception(kind, value, tb))
         try:
             delivered = self.report_exception(text)
         except Exception:  # reporting must never hide the original error
@@ -279,6 +288,15 @@ def _connect_timeout() -> float:
     return params.get("orte_connect_timeout")
 
 
+def _show_identity(identity: Identity) -> None:
+    """Let ``ps`` tell the ranks apart: ``ompy rank 3/8 of job 1a2b: python app.py``."""
+    proctitle.set_title(
+        f"ompy rank {identity.rank}/{identity.size} of job {identity.jobid}: "
+        f"{shlex.join(sys.orig_argv)}",
+        name=f"ompy-rank{identity.rank}",
+    )
+
+
 def init(environ: Mapping[str, str] | None = None) -> Runtime:
     """Start the run-time of this process, or return the one already started.
 
@@ -301,6 +319,7 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
         runtime = Runtime(identity, connect_timeout=_connect_timeout())
         output.name_process(f"rank {identity.rank}")
         if not identity.singleton:
+            _show_identity(identity)
             sys.excepthook = runtime._excepthook
         atexit.register(runtime._at_exit)
         _runtime = runtime

@@ -11,22 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from ..constants import (
-    APPNUM,
-    HOST,
-    IO,
-    LASTUSEDCODE,
-    PROC_NULL,
-    TAG_UB,
-    UNDEFINED,
-    UNIVERSE_SIZE,
-    WTIME_IS_GLOBAL,
-)
-from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_TAG
+from ..constants import UNDEFINED
+from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_TAG
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
-from ..handle import Handle
-from ..instance import world_state
+from ..handle import Handle, predefine
+from ..instance import current, world_state
+from .attributes import CommAttributes, copy_attributes, delete_attributes
+from .buffering import CommBuffering
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
@@ -40,20 +32,12 @@ from .session import hints
 COMM_TYPE_SHARED = 0
 
 
-class Comm(PointToPoint, Handle, referent="_c"):
+class Comm(CommAttributes, PointToPoint, CommBuffering, Handle, referent="_c"):
     """Communication context."""
 
     __slots__ = ("_c",)
 
-    def __init__(self, comm: Comm | None = None) -> None:
-        if comm is None:
-            self._c: Communicator | None = None
-        elif isinstance(comm, Comm):
-            self._c = comm._c
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes a Comm to refer to, not {type(comm).__name__}"
-            )
+    _c: Communicator | None
 
     @classmethod
     def _of(cls, communicator: Communicator | None) -> Self:
@@ -77,7 +61,24 @@ class Comm(PointToPoint, Handle, referent="_c"):
     def _predefined_name(self) -> str:
         return "COMM_WORLD" if self is COMM_WORLD else "COMM_SELF"
 
-    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
+    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
+
+    def _instance_for_handles(self) -> Any:
+        c = self._c
+        return c.instance if c is not None else current("Comm.handle")
+
+    @classmethod
+    def _class_for(cls, referent: object) -> type[Self]:
+        if cls is Comm and referent is not None:
+            return Intracomm  # type: ignore[return-value]  # every ompy communicator is intra
+        return cls
+
+    def _free(self) -> None:
+        c = self._c
+        if c is None or c.freed:
+            self._c = None
+            return
+        self.Free()
 
     def __repr__(self) -> str:
         c = self._c
@@ -169,29 +170,6 @@ class Comm(PointToPoint, Handle, referent="_c"):
     def name(self, value: str) -> None:
         self.Set_name(value)
 
-    def Get_attr(self, keyval: int) -> int | bool | None:
-        """Retrieve a predefined attribute value (TAG_UB, HOST, IO, WTIME_IS_GLOBAL, ...)."""
-        c = self._live("Comm.Get_attr")
-        keyval = as_int(keyval, "Comm.Get_attr: keyval")
-        values: dict[int, Any] = {
-            TAG_UB: c.tag_ub,
-            HOST: PROC_NULL,
-            IO: c.rank,
-            WTIME_IS_GLOBAL: False,
-            APPNUM: 0,
-            UNIVERSE_SIZE: c.instance.world_size,
-            LASTUSEDCODE: ERR_LASTCODE,
-        }
-        try:
-            return values[keyval]
-        except KeyError:
-            raise MPIException(
-                ERR_KEYVAL,
-                f"Comm.Get_attr: {keyval} is not a predefined attribute key (TAG_UB, HOST, IO, "
-                "WTIME_IS_GLOBAL, APPNUM, UNIVERSE_SIZE, LASTUSEDCODE); user keyvals are not "
-                "supported",
-            ) from None
-
     # -- constructors --------------------------------------------------------------------------
 
     def _new(self, parent: Communicator, world_ranks: tuple[int, ...] | None, how: str) -> Comm:
@@ -200,14 +178,19 @@ class Comm(PointToPoint, Handle, referent="_c"):
         if world_ranks is None:
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))
+        communicator = Communicator.create(parent.instance, cid, world_ranks, name)
+        communicator.session = parent.session
+        return type(self)._of(communicator)
 
-    def Dup(self, info: Any = None) -> Comm:
-        """Duplicate a communicator."""
+    def Dup(self, info: Any = None) -> Self:
+        """Duplicate a communicator (its attributes go through their copy callbacks)."""
         c = self._live("Comm.Dup")
-        return self._new(c, c.world_ranks, "DUP")
+        dup = self._new(c, c.world_ranks, "DUP")
+        if dup._c is not None:
+            copy_attributes(c, dup._c, "Comm.Dup")
+        return dup  # type: ignore[return-value]
 
-    def Clone(self) -> Comm:
+    def Clone(self) -> Self:
         """Clone an existing communicator."""
         return self.Dup()
 
@@ -267,6 +250,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
         c = self._live("Comm.Free")
         if c.predefined:
             raise MPIException(ERR_COMM, f"Comm.Free: {c.name} is predefined and cannot be freed")
+        delete_attributes(c)  # while the communicator still works (callbacks may use it)
         c.destroy()
         self._c = None
 
@@ -307,6 +291,9 @@ class Intracomm(Comm, Collectives):
         return Intracomm._of(create_from_group(group, stringtag))
 
 
-COMM_NULL = Comm()
-COMM_WORLD = Intracomm()
-COMM_SELF = Intracomm()
+#: Null communicator handle (registered first: null handles pickle as it).
+COMM_NULL = predefine(Comm(), "COMM_NULL", 2)
+#: World communicator (Open MPI's Fortran handles: COMM_WORLD 0, COMM_SELF 1, COMM_NULL 2).
+COMM_WORLD = predefine(Intracomm(), "COMM_WORLD", 0)
+#: Self communicator.
+COMM_SELF = predefine(Intracomm(), "COMM_SELF", 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attributes import AttributeSet
 from ..group import Group
 from ..instance import Instance
 from ..mca.coll.base import CollTable, comm_select, comm_unselect, unselected_table
@@ -18,6 +19,9 @@ class Communicator:
     """One communicator of this process (shared by every handle that refers to it)."""
 
     __slots__ = (
+        "__weakref__",
+        "attributes",
+        "bsend",
         "channels",
         "coll",
         "context_id",
@@ -30,6 +34,7 @@ class Communicator:
         "pml_state",
         "predefined",
         "rank",
+        "session",
         "size",
         "tag_ub",
         "world_ranks",
@@ -62,6 +67,13 @@ class Communicator:
         #: The collective operations' function table (the coll framework's selection, made by
         #: ``create``; until then a table in which every operation says nobody implements it).
         self.coll: CollTable = unselected_table(name)
+        #: The attributes cached on this communicator (``Comm.Set_attr``).
+        self.attributes = AttributeSet()
+        #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.
+        self.bsend: Any = None
+        #: The session this communicator derives from (None: the world model); its buffer
+        #: serves buffered sends when the communicator has none (:mod:`.buffering`).
+        self.session: Any = None
 
     @classmethod
     def create(

@@ -17,6 +17,7 @@ from ompy.opal.progress import ProgressEngine
 from ..constants import UNDEFINED
 from ..errors import ERR_REQUEST
 from ..errors import Exception as MPIException
+from ..handle import Handle, predefine
 from ..status import Status
 from .communicator import Communicator
 from .transfers import fill_empty, fill_status
@@ -25,24 +26,18 @@ from .transfers import fill_empty, fill_status
 Starter = Callable[[], Any]
 
 
-class Request:
+class Request(Handle, referent="_core"):
     """Request handler."""
 
     __slots__ = ("_comm", "_core")
 
-    def __init__(self, request: Request | None = None) -> None:
-        if request is None:
-            self._core: Any = None
-            self._comm: Communicator | None = None
-        elif isinstance(request, Request):
-            self._core = request._core
-            self._comm = request._comm
-        else:
-            raise TypeError(f"Request() takes a Request to refer to, not {type(request).__name__}")
+    _core: Any
+    _comm: Communicator | None
 
     @classmethod
     def _of(cls, core: Any, comm: Communicator | None) -> Request:
-        request = cls.__new__(cls)
+        # object.__new__, not Handle.__new__: every send and receive makes one (hot path).
+        request = object.__new__(cls)
         request._core = core
         request._comm = comm
         return request
@@ -67,6 +62,13 @@ class Request:
         return equal if equal is NotImplemented else not equal
 
     __hash__ = None  # type: ignore[assignment]  # a handle changes when it completes
+
+    def _instance_for_handles(self) -> Any:
+        comm = self._comm
+        return comm.instance if comm is not None else super()._instance_for_handles()
+
+    def _free(self) -> None:
+        self.Free()
 
     def __repr__(self) -> str:
         if self._is_null():
@@ -313,15 +315,11 @@ class Prequest(Request):
 
     __slots__ = ("_starter",)
 
-    def __init__(self, request: Prequest | None = None) -> None:
-        super().__init__(request)
-        self._starter: Starter | None = None
-        if isinstance(request, Prequest):
-            self._starter = request._starter
+    _starter: Starter | None
 
     @classmethod
     def _persistent(cls, starter: Starter, comm: Communicator) -> Prequest:
-        request = cls.__new__(cls)
+        request = object.__new__(cls)
         request._core = None
         request._comm = comm
         request._starter = starter
@@ -329,6 +327,9 @@ class Prequest(Request):
 
     def _is_null(self) -> bool:
         return self._starter is None
+
+    def _referent(self) -> object:
+        return self._starter  # a persistent request is its starter, active or not
 
     def _release(self) -> None:
         self._core = None  # inactive, ready for the next Start
@@ -385,7 +386,8 @@ class Prequest(Request):
         self._core = None
 
 
-REQUEST_NULL = Request()
+#: Null request handle.
+REQUEST_NULL = predefine(Request(), "REQUEST_NULL", 0)
 
 
 # -- helpers of the many-request calls ---------------------------------------------------------

@@ -42,8 +42,10 @@ from ..constants import THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SERIALIZED, THR
 from ..errors import ERR_ARG, ERR_INFO_VALUE, ERR_SESSION
 from ..errors import Exception as MPIException
 from ..group import Group, Members
-from ..handle import Handle
+from ..handle import Handle, predefine
 from ..instance import Instance, acquire, release, world_state
+from .bsend import BsendPool
+from .buffering import SessionBuffering
 from .checks import as_int
 
 G = TypeVar("G", bound=Group)
@@ -159,22 +161,16 @@ class SessionState:
     #: Lets go of the instance; None for a session that holds no reference (:func:`session_on`).
     release: Callable[[], None] | None
     finalized: bool = False
+    #: The session's buffered-send buffer (``Session.Attach_buffer``), made on first use.
+    bsend: BsendPool | None = None
 
 
-class Session(Handle, referent="_s"):
+class Session(SessionBuffering, Handle, referent="_s"):
     """Session context."""
 
     __slots__ = ("_s",)
 
-    def __init__(self, session: Session | None = None) -> None:
-        if session is None:
-            self._s: SessionState | None = None
-        elif isinstance(session, Session):
-            self._s = session._s
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes a Session to refer to, not {type(session).__name__}"
-            )
+    _s: SessionState | None
 
     @classmethod
     def _of(cls, state: SessionState) -> Self:
@@ -197,18 +193,13 @@ class Session(Handle, referent="_s"):
         what = "finalized" if state.finalized else THREAD_LEVEL_NAMES[state.thread_level]
         return f"<{type(self).__name__} {what}>"
 
-    def __reduce__(self) -> str | tuple[Any, ...]:
-        if self is SESSION_NULL:
-            return "SESSION_NULL"
-        if self._s is None:
-            return (type(self), ())
-        kind = type(self)
-        raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
+    def _instance_for_handles(self) -> Any:
+        state = self._s
+        return state.instance if state is not None else super()._instance_for_handles()
 
-    def free(self) -> None:
-        """Call `Finalize` if not null."""
-        if self._s is not None:
-            self.Finalize()
+    def _free(self) -> None:
+        """``free()`` of a live session finalizes it (mpi4py's meaning)."""
+        self.Finalize()
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -229,7 +220,7 @@ class Session(Handle, referent="_s"):
             return
         if world_state().holders == 1:  # the last holder: buffered sends must leave first
             instance = state.instance
-            instance.engine.wait_until(lambda: instance.bsend.pending == 0)
+            instance.engine.wait_until(lambda: instance.bsend.outstanding == 0)
         state.release()
 
     # -- process sets --------------------------------------------------------------------------
@@ -270,7 +261,7 @@ class Session(Handle, referent="_s"):
 
 
 #: Null session handler.
-SESSION_NULL = Session()
+SESSION_NULL = predefine(Session(), "SESSION_NULL", 0)
 
 
 def pset_procs(instance: Instance, pset_name: object, call: str) -> tuple[int, ...]:
@@ -297,7 +288,8 @@ def pset_group(session: object, pset_name: object, kind: type[G], call: str) -> 
         raise TypeError(f"{call}: expecting a Session, not {type(session).__name__}")
     instance = session._live(call).instance
     procs = pset_procs(instance, pset_name, call)
-    return cast(G, kind._of(Members(procs, instance.world_rank, instance=instance)))
+    members = Members(procs, instance.world_rank, instance=instance, session=session._s)
+    return cast(G, kind._of(members))
 
 
 def session_on(instance: Instance, info: Any = None) -> Session:

@@ -32,6 +32,7 @@ from ..errors import Exception as MPIException
 from ..instance import Instance, adopt
 from ..mca.pml.interface import PmlComm, PmlMessage, PmlModule, SendMode
 from ..request import CoreRequest
+from .attributes import install_predefined
 from .comm import Intracomm
 from .communicator import Communicator
 
@@ -293,6 +294,7 @@ def make_world(
         world = Communicator.create(
             instance, 0, tuple(range(size)), "MPI_COMM_WORLD", predefined=True
         )
+        install_predefined(world)
         worlds.append(Intracomm._of(world))
     return worlds
 

@@ -16,6 +16,7 @@ from ..errors import SUCCESS
 from ..mca.pml.interface import PmlRequest, SendMode
 from ..request import CoreRequest
 from ..status import Status
+from .bsend import buffer_pool
 from .communicator import Communicator
 
 
@@ -72,7 +73,7 @@ def start_send(
 
 def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call: str) -> PmlRequest:
     """Copy into the attached buffer, send the copy, release its space once it is sent."""
-    pool = comm.instance.bsend
+    pool = buffer_pool(comm)
     copy, reservation = pool.copy_in(spec, call)
     try:
         inner = comm.pml.isend(copy, dest, tag, comm, STANDARD)

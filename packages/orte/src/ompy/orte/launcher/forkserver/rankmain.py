@@ -15,11 +15,15 @@ import importlib.machinery
 import io
 import os
 import runpy
+import shlex
 import signal
 import sys
 import threading
 import types
 from typing import NoReturn
+
+from ompy.opal import proctitle
+from ompy.orte.control.environment import RANK
 
 from .pycommand import PythonCommand
 
@@ -39,6 +43,9 @@ def run_as_main(command: PythonCommand) -> NoReturn:
     """
     sys.argv = command.sys_argv()
     sys.orig_argv = [command.executable, *command.options, *_program_words(command)]
+    # Until the run-time names it fully, a rank at least stops looking like its fork server.
+    rank = os.environ.get(RANK, "?")
+    proctitle.set_title(f"ompy rank {rank}: {shlex.join(sys.orig_argv)}", name=f"ompy-rank{rank}")
     if not sys.flags.safe_path:
         sys.path.insert(0, _path0(command))
     code, interrupted = _execute(command)
