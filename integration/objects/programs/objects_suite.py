@@ -10,8 +10,10 @@ callback that ``MPI.Finalize`` runs.  Steps, in this order on every rank:
    when each is freed, the last set first;
 3. predefined handles sent to the next rank (pickled point to point and broadcast): they
    arrive as the very same objects; a handle to a predefined object arrives as a new handle of
-   its class; a user communicator cannot be sent (``ValueError``);
-4. integer handles: ``toint``/``fromint`` and ``py2f``/``f2py`` round trips;
+   its class; a user communicator cannot be sent (``ValueError``), a user info arrives as a new
+   info with the same items;
+4. integer handles: ``toint``/``fromint`` and ``py2f``/``f2py`` round trips (communicators,
+   infos, error handlers);
 5. attributes on ``COMM_SELF`` and ``COMM_WORLD`` whose delete callbacks print a line when
    ``MPI.Finalize`` runs them: ``COMM_SELF``'s first (the last set first), while
    ``COMM_WORLD`` still communicates.
@@ -76,6 +78,12 @@ constants = [
     MPI.MESSAGE_NO_PROC,
     MPI.IN_PLACE,
     MPI.BOTTOM,
+    MPI.INFO_NULL,
+    MPI.INFO_ENV,
+    MPI.ERRHANDLER_NULL,
+    MPI.ERRORS_RETURN,
+    MPI.ERRORS_ARE_FATAL,
+    MPI.ERRORS_ABORT,
 ]
 right, left = (rank + 1) % size, (rank - 1) % size
 world.send([constants, MPI.Comm(MPI.COMM_WORLD), MPI.Datatype(MPI.INT)], dest=right, tag=3)
@@ -94,17 +102,28 @@ try:
 except ValueError as error:
     report["user_comm"] = str(error)
 user.Free()
+info = MPI.Info.Create({"from": str(rank)})
+got = world.sendrecv(info, dest=right, sendtag=5, source=left, recvtag=5)
+report["user_info"] = [type(got).__name__, got.items(), got != info]
+got.Free()
 
 # 4. integer handles
 comm = world.Dup()
 number = comm.toint()
+handler = MPI.Comm.Create_errhandler(lambda comm, code: None)
 report["integers"] = [
     MPI.Comm.fromint(number) == comm,
     MPI.Comm.f2py(comm.py2f()) == comm,
     MPI.Comm.fromhandle(comm.handle) == comm,
     MPI.Datatype.f2py(MPI.INT.py2f()) == MPI.INT,
+    MPI.Info.fromint(info.toint()) == info,
+    MPI.Errhandler.f2py(handler.py2f()) == handler,
     [MPI.COMM_WORLD.py2f(), MPI.COMM_SELF.py2f(), MPI.COMM_NULL.py2f()],
+    [MPI.INFO_NULL.py2f(), MPI.INFO_ENV.py2f()],
+    [MPI.ERRHANDLER_NULL.py2f(), MPI.ERRORS_ARE_FATAL.py2f(), MPI.ERRORS_RETURN.py2f()],
 ]
+handler.Free()
+info.Free()
 comm.Free()
 
 # 5. delete callbacks at Finalize

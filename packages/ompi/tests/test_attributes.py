@@ -76,7 +76,8 @@ def test_world_has_the_predefined_attributes_with_open_mpi_values_and_int_types(
 
 
 def test_lastusedcode_is_read_live_and_only_world_has_it(world):
-    world._c.instance.last_used_code = errors.ERR_LASTCODE + 2  # what Add_error_code does
+    codes = world._c.instance.error_codes  # the table MPI.Add_error_class/_code add to
+    codes.add_code(codes.add_class(), "test")
     assert world.Get_attr(LASTUSEDCODE) == errors.ERR_LASTCODE + 2
     dup = world.Dup()
     try:
@@ -217,6 +218,24 @@ def test_what_dup_copies(comm, copy_fn, copied):
     dup = comm.Dup()
     assert dup.Get_attr(keyval) is (value if copied else None)
     dup.Free()
+    comm.Delete_attr(keyval)
+    Comm.Free_keyval(keyval)
+
+
+def test_every_kind_of_dup_copies_attributes_and_keeps_hints_and_handler(comm):
+    keyval = Comm.Create_keyval(copy_fn=lambda o, k, v: [*v, "copied"])
+    comm.Set_attr(keyval, ["value"])
+    comm.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+    hints = MPI.Info.Create({"mpi_assert_no_any_tag": "true"})
+    dups = [comm.Dup(), comm.Dup(hints), comm.Dup_with_info(hints), comm.Clone()]
+    for dup in dups:
+        assert dup.Get_attr(keyval) == ["value", "copied"]
+        assert dup.Get_errhandler() == MPI.ERRORS_ARE_FATAL
+    given = dict(hints.items())
+    assert [dict(dup.Get_info().items()) for dup in dups] == [{}, given, given, {}]
+    for dup in dups:
+        dup.Free()
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
     comm.Delete_attr(keyval)
     Comm.Free_keyval(keyval)
 

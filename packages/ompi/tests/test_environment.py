@@ -62,6 +62,7 @@ def test_the_abi_calls_are_unavailable_as_in_mpi4py_without_the_abi():
 
 def test_hw_resource_info_of_this_process_uses_hwloc_uris_with_boolean_values():
     info = MPI.Get_hw_resource_info()
+    assert type(info) is MPI.Info and info != MPI.INFO_NULL  # a new info, the caller's to free
     keys = list(info)
     assert keys[0] == "hwloc://Machine" and info.Get("hwloc://Machine") == "true"
     assert keys[-1] == "hwloc://PU"
@@ -70,6 +71,7 @@ def test_hw_resource_info_of_this_process_uses_hwloc_uris_with_boolean_values():
     pinned = len(os.sched_getaffinity(0)) == 1
     assert info.Get("hwloc://PU") == ("true" if pinned else "false")
     assert info.Get_nkeys() == len(keys)
+    info.Free()
 
 
 def _cpu(root: Path, cpu: int, package: str, core: str, caches: dict[int, str]) -> None:

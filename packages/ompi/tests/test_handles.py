@@ -19,7 +19,17 @@ rc.initialize = False  # these tests build loopback processes instead of a launc
 from ompy import MPI  # noqa: E402
 
 #: Every predefined handle class and its predefined objects, by name in ``MPI``.
-CLASSES = (MPI.Comm, MPI.Datatype, MPI.Group, MPI.Op, MPI.Request, MPI.Message, MPI.Session)
+CLASSES = (
+    MPI.Comm,
+    MPI.Datatype,
+    MPI.Group,
+    MPI.Op,
+    MPI.Request,
+    MPI.Message,
+    MPI.Session,
+    MPI.Info,
+    MPI.Errhandler,
+)
 PREDEFINED = [
     (name, handle)
     for cls in CLASSES
@@ -43,6 +53,8 @@ def test_every_predefined_object_is_registered_under_its_mpi_name():
     for name in ("COMM_WORLD", "COMM_SELF", "COMM_NULL", "INT", "DOUBLE", "DATATYPE_NULL"):
         assert name in names
     for name in ("SUM", "OP_NULL", "GROUP_EMPTY", "REQUEST_NULL", "MESSAGE_NO_PROC"):
+        assert name in names
+    for name in ("INFO_NULL", "INFO_ENV", "ERRHANDLER_NULL", "ERRORS_RETURN", "ERRORS_ABORT"):
         assert name in names
     for name, handle in PREDEFINED:
         assert getattr(MPI, name) is handle, name
@@ -160,6 +172,9 @@ def test_open_mpi_fortran_numbers_of_the_predefined_communicators():
     assert (MPI.COMM_WORLD.py2f(), MPI.COMM_SELF.py2f(), MPI.COMM_NULL.py2f()) == (0, 1, 2)
     assert MPI.DATATYPE_NULL.toint() == 0 and MPI.GROUP_EMPTY.toint() == 1
     assert MPI.SUM.py2f() == 3
+    assert (MPI.INFO_NULL.toint(), MPI.INFO_ENV.toint()) == (0, 1)
+    numbers = [MPI.ERRHANDLER_NULL, MPI.ERRORS_ARE_FATAL, MPI.ERRORS_RETURN, MPI.ERRORS_ABORT]
+    assert [handler.py2f() for handler in numbers] == [0, 1, 2, 3]
 
 
 @given(st.integers(1, 20))
@@ -214,7 +229,8 @@ def test_handles_are_weakly_referenceable():
 
 
 def test_free_leaves_predefined_objects_and_nulls_other_handles_to_them():
-    for handle in (MPI.INT, MPI.SUM, MPI.GROUP_EMPTY, MPI.MESSAGE_NO_PROC, MPI.COMM_NULL):
+    predefined = (MPI.INT, MPI.SUM, MPI.GROUP_EMPTY, MPI.MESSAGE_NO_PROC, MPI.COMM_NULL)
+    for handle in (*predefined, MPI.INFO_ENV, MPI.ERRORS_RETURN, MPI.ERRHANDLER_NULL):
         before = bool(handle)
         handle.free()
         assert bool(handle) is before
@@ -223,13 +239,15 @@ def test_free_leaves_predefined_objects_and_nulls_other_handles_to_them():
         other.free()
         assert not other
     assert MPI.INT.Get_size() == 4
+    assert MPI.INFO_ENV.Get("host") and MPI.ERRORS_RETURN
 
 
 def test_free_frees_user_objects_once(world):
     dup, datatype, op = world.Dup(), MPI.INT.Dup(), MPI.Op.Create(lambda a, b, t: b)
     group = world.Get_group()
     request = world.Isend(b"", MPI.PROC_NULL, 0)
-    for handle in (dup, datatype, op, group, request):
+    info, handler = MPI.Info.Create({"a": "1"}), MPI.Comm.Create_errhandler(lambda c, e: None)
+    for handle in (dup, datatype, op, group, request, info, handler):
         for _ in range(3):
             handle.free()
             assert not handle

@@ -236,12 +236,15 @@ def test_alloc_mem_gives_page_aligned_zeroed_memory_that_free_mem_releases():
 
 
 def test_alloc_mem_honours_the_alignment_hint_and_checks_its_arguments():
-    mem = MPI.Alloc_mem(10, {"mpi_minimum_memory_alignment": str(1 << 16)})
+    mem = MPI.Alloc_mem(10, MPI.Info.Create({"mpi_minimum_memory_alignment": str(1 << 16)}))
     assert mem.address % (1 << 16) == 0 and mem.nbytes == 10
     for bad in ("3", "zero", "-8"):
         with pytest.raises(MPI.Exception) as info:
-            MPI.Alloc_mem(8, {"mpi_minimum_memory_alignment": bad})
+            MPI.Alloc_mem(8, MPI.Info.Create({"mpi_minimum_memory_alignment": bad}))
         assert info.value.Get_error_class() == MPI.ERR_INFO_VALUE
+    assert MPI.Alloc_mem(8, MPI.INFO_NULL).nbytes == 8
+    with pytest.raises(TypeError, match="info must be an Info"):
+        MPI.Alloc_mem(8, {"mpi_minimum_memory_alignment": "64"})  # mpi4py takes an Info only
     with pytest.raises(MPI.Exception) as info:
         MPI.Alloc_mem(-1)
     assert info.value.Get_error_class() == MPI.ERR_SIZE

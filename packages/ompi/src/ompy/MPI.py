@@ -25,7 +25,23 @@ from ompy.ompi.api.environment import (
     Wtime,
     get_vendor,
 )
+from ompy.ompi.api.errhandler import (
+    ERRHANDLER_NULL,
+    ERRORS_ABORT,
+    ERRORS_ARE_FATAL,
+    ERRORS_RETURN,
+    Errhandler,
+)
+from ompy.ompi.api.error_classes import (
+    Add_error_class,
+    Add_error_code,
+    Add_error_string,
+    Remove_error_class,
+    Remove_error_code,
+    Remove_error_string,
+)
 from ompy.ompi.api.from_group import MAX_STRINGTAG_LEN
+from ompy.ompi.api.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from ompy.ompi.api.init import (
     Attach_buffer,
     Detach_buffer,
@@ -40,7 +56,12 @@ from ompy.ompi.api.init import (
 )
 from ompy.ompi.api.memory import Aint_add, Aint_diff, Alloc_mem, Free_mem, Get_address
 from ompy.ompi.api.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
-from ompy.ompi.api.request import REQUEST_NULL, Prequest, Request
+from ompy.ompi.api.request import (
+    REQUEST_NULL,
+    Grequest,
+    Prequest,
+    Request,
+)
 from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
 from ompy.ompi.constants import (
     ANY_SOURCE,
@@ -105,7 +126,7 @@ from ompy.ompi.op import (
     SUM,
     Op,
 )
-from ompy.ompi.status import Status
+from ompy.ompi.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
 from ompy.opal.codec import Pickle, pickle
 
 # MPI.INT, MPI.DOUBLE, ... and MPI.SUCCESS, MPI.ERR_TRUNCATE, ...
@@ -224,6 +245,26 @@ __all__ += [
     "memory",
 ]
 __all__ += list(_DATATYPES) + list(_ERROR_CLASSES)
+# Info, error handlers, added error classes (issue 11).
+__all__ += [
+    "ERRHANDLER_NULL",
+    "ERRORS_ABORT",
+    "ERRORS_ARE_FATAL",
+    "ERRORS_RETURN",
+    "INFO_ENV",
+    "INFO_NULL",
+    "MAX_INFO_KEY",
+    "MAX_INFO_VAL",
+    "Add_error_class",
+    "Add_error_code",
+    "Add_error_string",
+    "Errhandler",
+    "Info",
+    "Remove_error_class",
+    "Remove_error_code",
+    "Remove_error_string",
+]
+__all__ += ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Grequest"]  # status and requests
 __all__ += ["Pickle", "pickle"]  # the object codec of the lowercase calls
 
 init_on_import()

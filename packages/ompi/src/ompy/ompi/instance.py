@@ -31,7 +31,8 @@ from ompy.opal.progress import ProgressEngine
 
 from .attributes import KeyvalTable
 from .constants import THREAD_SINGLE
-from .errors import ERR_INTERN, ERR_LASTCODE, ERR_OTHER
+from .error_codes import ErrorCodes
+from .errors import ERR_INTERN, ERR_OTHER
 from .errors import Exception as MPIException
 from .group import Group, Members
 from .handle import HandleTable
@@ -95,6 +96,8 @@ class Instance:
     #: The object codec of every lowercase call: the process's ``MPI.pickle`` unless a test
     #: gives an instance its own.
     codec: Pickle = attrs.field(factory=lambda: opal_codec.pickle)
+    #: Error classes, codes and strings the program added (``MPI.Add_error_class``, ...).
+    error_codes: ErrorCodes = attrs.field(factory=ErrorCodes, repr=False)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
     rendezvous: Rendezvous = attrs.field(
         default=attrs.Factory(_rendezvous, takes_self=True), repr=False
@@ -103,8 +106,6 @@ class Instance:
     keyvals: KeyvalTable = attrs.field(factory=KeyvalTable, repr=False)
     #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).
     handles: HandleTable = attrs.field(factory=HandleTable, repr=False)
-    #: The largest error code in use (the ``LASTUSEDCODE`` attribute of ``COMM_WORLD``).
-    last_used_code: int = ERR_LASTCODE
 
     # -- groups ------------------------------------------------------------------------------
 

@@ -35,7 +35,9 @@ import itertools
 import os
 import selectors
 import signal
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +65,11 @@ class Timer:
         self.callback = None
 
 
+def _close_pipe(read_end: int, write_end: int) -> None:
+    os.close(read_end)
+    os.close(write_end)
+
+
 class EventLoop:
     """A selector with a self-pipe wake-up and timers (see the module documentation)."""
 
@@ -72,12 +79,16 @@ class EventLoop:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        # Raw descriptors are not closed by the garbage collector as sockets are: a loop never
+        # closed (an engine of a test world, say) would otherwise keep its pipe for good.
+        self._release_pipe = weakref.finalize(self, _close_pipe, self._wake_r, self._wake_w)
         self._selector.register(self._wake_r, selectors.EVENT_READ, (None, None))
         self._posted: collections.deque[Callback] = collections.deque()
         self._timers: list[tuple[float, int, Timer]] = []
         self._order = itertools.count()
         self._previous_wakeup_fd: int | None = None
         self._closed = False
+        self._wake_lock = threading.RLock()
 
     # -- file descriptors ---------------------------------------------------------------------
 
@@ -135,11 +146,16 @@ class EventLoop:
     def wake(self) -> None:
         """End the current or the next wait of :meth:`run_once`; safe from any thread or a
         signal handler."""
-        if self._closed:
-            return
-        # A full pipe means wake-ups are pending already: the loop wakes anyway.
-        with contextlib.suppress(BlockingIOError):
-            os.write(self._wake_w, b"\0")
+        # Under the lock: closing the pipe in another thread between a check and the write
+        # would make this write to a closed descriptor, or to whatever reused its number.  An
+        # RLock, so that a Python signal handler waking the loop while the same thread is in
+        # here does not deadlock.
+        with self._wake_lock:
+            if self._closed:
+                return
+            # A full pipe means wake-ups are pending already: the loop wakes anyway.
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_w, b"\0")
 
     def post(self, callback: Callback) -> None:
         """Run ``callback()`` in the loop's thread at its next pass; safe from any thread."""
@@ -220,14 +236,14 @@ class EventLoop:
 
     def close(self) -> None:
         """Release the selector and the pipe and give signals back (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._wake_lock:
+            if self._closed:
+                return
+            self._closed = True
         if self._previous_wakeup_fd is not None:
             signal.set_wakeup_fd(self._previous_wakeup_fd)
             self._previous_wakeup_fd = None
         self._selector.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._release_pipe()
         self._timers.clear()
         self._posted.clear()

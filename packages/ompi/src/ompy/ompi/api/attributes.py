@@ -56,7 +56,7 @@ class CommAttributes(CachesAttributes):
 
     def _attr_value(self, keyval: Keyval, value: Any) -> Any:
         if keyval.number == LASTUSEDCODE:
-            return self._live("Comm.Get_attr").instance.last_used_code
+            return self._live("Comm.Get_attr").instance.error_codes.last_used
         return value
 
 
@@ -83,7 +83,7 @@ def install_predefined(world: Communicator) -> None:
         WTIME_IS_GLOBAL: 0,
         APPNUM: 0,
         UNIVERSE_SIZE: instance.world_size,
-        LASTUSEDCODE: instance.last_used_code,  # read live by Get_attr
+        LASTUSEDCODE: instance.error_codes.last_used,  # read live by Get_attr
     }
     for number, value in values.items():
         world.attributes.put(PREDEFINED_COMM_KEYVALS[number], value)

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..completion import CoreRequest
 from ..constants import BSEND_OVERHEAD, BUFFER_AUTOMATIC
 from ..datatype.buffer import BufferSpec, export_buffer
 from ..errors import ERR_BUFFER
 from ..errors import Exception as MPIException
-from ..request import CoreRequest
 
 if TYPE_CHECKING:
     from .communicator import Communicator

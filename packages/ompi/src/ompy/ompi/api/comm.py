@@ -22,17 +22,27 @@ from .buffering import CommBuffering
 from .checks import as_int
 from .cid import agree_context_id
 from .collective import Collectives
+from .comm_info import CommInfo
 from .communicator import Communicator
+from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
+from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
-from .session import hints
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
 
 
-class Comm(CommAttributes, PointToPoint, CommBuffering, Handle, referent="_c"):
+class Comm(
+    CommAttributes,
+    CommErrhandlers,
+    CommInfo,
+    PointToPoint,
+    CommBuffering,
+    Handle,
+    referent="_c",
+):
     """Communication context."""
 
     __slots__ = ("_c",)
@@ -172,20 +182,33 @@ class Comm(CommAttributes, PointToPoint, CommBuffering, Handle, referent="_c"):
 
     # -- constructors --------------------------------------------------------------------------
 
-    def _new(self, parent: Communicator, world_ranks: tuple[int, ...] | None, how: str) -> Comm:
-        """Agree on a context id over ``parent`` and build the new communicator (if a member)."""
+    def _new(
+        self,
+        parent: Communicator,
+        world_ranks: tuple[int, ...] | None,
+        how: str,
+        hints: dict[str, str] | None = None,
+    ) -> Comm:
+        """Agree on a context id over ``parent`` and build the new communicator (if a member).
+
+        It inherits the parent's error handler and has ``hints`` (none by default).
+        """
         cid = agree_context_id(parent)
         if world_ranks is None:
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        communicator = Communicator.create(parent.instance, cid, world_ranks, name)
-        communicator.session = parent.session
-        return type(self)._of(communicator)
+        new = Communicator.create(parent.instance, cid, world_ranks, name)
+        new.session = parent.session
+        new.errhandler = parent.errhandler
+        new.hints = dict(hints or {})
+        return type(self)._of(new)
 
-    def Dup(self, info: Any = None) -> Self:
-        """Duplicate a communicator (its attributes go through their copy callbacks)."""
+    def Dup(self, info: Info | None = None) -> Self:
+        """Duplicate a communicator: its attributes go through their copy callbacks, and it
+        has the hints of ``info`` (else the parent's)."""
         c = self._live("Comm.Dup")
-        dup = self._new(c, c.world_ranks, "DUP")
+        hints = c.hints if info is None else info_items(info, "Comm.Dup")
+        dup = self._new(c, c.world_ranks, "DUP", hints)
         if dup._c is not None:
             copy_attributes(c, dup._c, "Comm.Dup")
         return dup  # type: ignore[return-value]
@@ -203,18 +226,21 @@ class Comm(CommAttributes, PointToPoint, CommBuffering, Handle, referent="_c"):
             raise MPIException(ERR_ARG, f"Comm.Split: color {color} must be >= 0 or UNDEFINED")
         return self._split(c, color, key, "SPLIT")
 
-    def _split(self, c: Communicator, color: int, key: int, how: str) -> Comm:
+    def _split(
+        self, c: Communicator, color: int, key: int, how: str, hints: dict[str, str] | None = None
+    ) -> Comm:
         pairs = allgather(c, (color, key))
         if color == UNDEFINED:
             return self._new(c, None, how)
         members = sorted((k, r) for r, (col, k) in enumerate(pairs) if col == color)
-        return self._new(c, tuple(c.world_ranks[r] for _, r in members), how)
+        return self._new(c, tuple(c.world_ranks[r] for _, r in members), how, hints)
 
-    def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> Comm:
+    def Split_type(self, split_type: int, key: int = 0, info: Info = INFO_NULL) -> Comm:
         """Split communicator by type: COMM_TYPE_SHARED groups the processes of each node."""
         c = self._live("Comm.Split_type")
         split_type = as_int(split_type, "Comm.Split_type: split_type")
         key = as_int(key, "Comm.Split_type: key")
+        hints = info_items(info, "Comm.Split_type")
         if split_type == UNDEFINED:
             return self._split(c, UNDEFINED, key, "SPLIT_TYPE")
         if split_type != COMM_TYPE_SHARED:
@@ -224,7 +250,7 @@ class Comm(CommAttributes, PointToPoint, CommBuffering, Handle, referent="_c"):
                 "MPI.COMM_TYPE_SHARED or MPI.UNDEFINED)",
             )
         node = c.instance.procs[c.instance.world_rank].node_id
-        return self._split(c, node, key, "SPLIT_TYPE")
+        return self._split(c, node, key, "SPLIT_TYPE", hints)
 
     def Create(self, group: Group) -> Comm:
         """Create communicator from group (collective over this communicator)."""
@@ -276,19 +302,25 @@ class Intracomm(Comm, Collectives):
             raise MPIException(
                 ERR_TAG, f"Comm.Create_group: tag {tag} is not in 0..{c.tag_ub} (TAG_UB)"
             )
-        return Intracomm._of(create_group(c, group, tag))
+        new = create_group(c, group, tag)
+        new.errhandler = c.errhandler
+        return Intracomm._of(new)
 
     @classmethod
     def Create_from_group(
         cls,
         group: Group,
         stringtag: str = "org.mpi4py",
-        info: Any = None,
-        errhandler: Any = None,
+        info: Info = INFO_NULL,
+        errhandler: Errhandler | None = None,
     ) -> Intracomm:
         """Create communicator from group (collective over the group's members only)."""
-        hints(info, "Intracomm.Create_from_group")
-        return Intracomm._of(create_from_group(group, stringtag))
+        hints = info_items(info, "Intracomm.Create_from_group")
+        handler = errhandler_object(errhandler, "comm", "Intracomm.Create_from_group")
+        new = create_from_group(group, stringtag)
+        new.hints = hints
+        new.errhandler = handler
+        return Intracomm._of(new)
 
 
 #: Null communicator handle (registered first: null handles pickle as it).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..attributes import AttributeSet
+from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..group import Group
 from ..instance import Instance
 from ..mca.coll.base import CollTable, comm_select, comm_unselect, unselected_table
@@ -26,8 +27,10 @@ class Communicator:
         "coll",
         "context_id",
         "engine",
+        "errhandler",
         "freed",
         "group",
+        "hints",
         "instance",
         "name",
         "pml",
@@ -67,6 +70,11 @@ class Communicator:
         #: The collective operations' function table (the coll framework's selection, made by
         #: ``create``; until then a table in which every operation says nobody implements it).
         self.coll: CollTable = unselected_table(name)
+        #: What a failing call on this communicator does (see :mod:`.errhandler`); new
+        #: communicators inherit their parent's.
+        self.errhandler: ErrhandlerObject = ERRORS_RETURN
+        #: The info hints in force (``Comm.Set_info``/``Get_info``, ``Dup_with_info``).
+        self.hints: dict[str, str] = {}
         #: The attributes cached on this communicator (``Comm.Set_attr``).
         self.attributes = AttributeSet()
         #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.

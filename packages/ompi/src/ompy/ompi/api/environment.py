@@ -12,7 +12,7 @@ from ..errors import ERR_ARG, Get_error_class, Get_error_string
 from ..errors import Exception as MPIException
 from .checks import as_int
 from .hwinfo import resources
-from .session import SessionInfo
+from .info import Info
 
 __all__ = [
     "Get_abi_fortran_info",
@@ -89,13 +89,13 @@ def Pcontrol(level: int) -> None:
         raise MPIException(ERR_ARG, f"Pcontrol: level {level} is not 0, 1 or 2")
 
 
-def Get_hw_resource_info() -> SessionInfo:
+def Get_hw_resource_info() -> Info:
     """Obtain information about the hardware platform of the calling processor.
 
     Keys are hwloc resource URIs (``hwloc://Package``, ``hwloc://Core``, ...), values
     ``"true"`` where the process is confined to one resource of that type (:mod:`.hwinfo`).
     """
-    return SessionInfo(resources())
+    return Info.Create(resources())
 
 
 def Get_abi_version() -> tuple[int, int]:
@@ -104,12 +104,12 @@ def Get_abi_version() -> tuple[int, int]:
     raise NotImplementedError(_NO_ABI.format("Get_abi_version"))
 
 
-def Get_abi_info() -> SessionInfo:
+def Get_abi_info() -> Info:
     """Obtain information about the MPI ABI (``NotImplementedError``: see `Get_abi_version`)."""
     raise NotImplementedError(_NO_ABI.format("Get_abi_info"))
 
 
-def Get_abi_fortran_info() -> SessionInfo:
+def Get_abi_fortran_info() -> Info:
     """Obtain information about the Fortran MPI ABI (``NotImplementedError``, as above)."""
     raise NotImplementedError(_NO_ABI.format("Get_abi_fortran_info"))
 

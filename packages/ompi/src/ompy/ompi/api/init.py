@@ -10,7 +10,11 @@ progressing, so outgoing data is delivered), fences, frees the predefined commun
 go of the instance, which is torn down once no session holds it either.  It runs at exit when
 ``ompy.rc.finalize`` says so (by default: when the import initialized MPI, as with mpi4py; a
 program that calls ``Init`` itself calls ``Finalize`` too), but not after an uncaught exception:
-then the launcher reports the failure and ends the job.
+then the launcher reports the failure and ends the job.  Nor after ``sys.exit`` while another
+rank has not reached Finalize (the run-time's ``leave_if_early``): the others may be blocked on
+this rank, so it leaves with its exit status and the launcher ends the job.  A rank that exits
+without finalizing (Finalize at exit failed, or off and not called) says so, and the launcher
+ends the job too (Open MPI's rule: every rank that initialized must finalize).
 """
 
 from __future__ import annotations
@@ -118,13 +122,24 @@ def _install_exit_hooks() -> None:
 
 def _finalize_at_exit() -> None:
     state = world_state()
+    if state.uncaught or not state.world_initialized or state.world_finalized:
+        return
+    runtime = current("Finalize").runtime
     options = state.options
-    finalize = options.finalize if options is not None else True
-    if not finalize or state.uncaught or not state.world_initialized:
+    if options is not None and not options.finalize:
+        if runtime is not None:
+            runtime.unfinished("MPI.Finalize was not called, and ompy.rc.finalize is off")
         return
-    if state.world_finalized:
-        return
-    Finalize()
+    if runtime is not None:
+        runtime.leave_if_early()  # returns only if this rank may finalize with the others
+    try:
+        Finalize()
+    except BaseException as error:
+        if runtime is not None:
+            runtime.unfinished(
+                f"the implicit MPI.Finalize at exit raised {type(error).__name__}: {error}"
+            )
+        raise
 
 
 # -- finalization --------------------------------------------------------------------------------
@@ -137,6 +152,8 @@ def Finalize() -> None:
         what = "finalized" if state.world_finalized else "not initialized"
         raise MPIException(ERR_OTHER, f"Finalize: MPI is {what}")
     instance = current("Finalize")
+    if instance.runtime is not None:
+        instance.runtime.announce_finalizing()
     world, self_comm = COMM_WORLD._c, COMM_SELF._c
     # MPI's rule: first the equivalent of freeing COMM_SELF (its attributes' delete callbacks,
     # the last set first), before anything else is torn down; then COMM_WORLD's attributes.

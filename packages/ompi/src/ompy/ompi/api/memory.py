@@ -20,7 +20,7 @@ from ..constants import BOTTOM
 from ..errors import ERR_BASE, ERR_INFO_VALUE, ERR_SIZE
 from ..errors import Exception as MPIException
 from ..memory import address_of, aint, allocate_pages, buffer, wrap_aint
-from .session import hints
+from .info import INFO_NULL, Info, info_items
 
 __all__ = ["Aint_add", "Aint_diff", "Alloc_mem", "Free_mem", "Get_address"]
 
@@ -28,12 +28,12 @@ __all__ = ["Aint_add", "Aint_diff", "Alloc_mem", "Free_mem", "Get_address"]
 ALIGNMENT_KEY = "mpi_minimum_memory_alignment"
 
 
-def Alloc_mem(size: int, info: Any = None) -> buffer:
+def Alloc_mem(size: int, info: Info = INFO_NULL) -> buffer:
     """Allocate memory for message passing and remote memory access."""
     size = aint(size, "Alloc_mem: size")
     if size < 0:
         raise MPIException(ERR_SIZE, f"Alloc_mem: size {size} is negative")
-    alignment = _alignment(hints(info, "Alloc_mem"))
+    alignment = _alignment(info_items(info, "Alloc_mem"))
     memory = allocate_pages(size, alignment)
     memory._allocated = True
     return memory

@@ -25,13 +25,13 @@ from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.proc import Proc
 from ompy.opal.progress import ProgressEngine
 
+from ..completion import CoreRequest
 from ..constants import ANY_SOURCE, ANY_TAG, TAG_UB_VALUE
 from ..datatype.buffer import BufferSpec
 from ..errors import ERR_TRUNCATE
 from ..errors import Exception as MPIException
 from ..instance import Instance, adopt
 from ..mca.pml.interface import PmlComm, PmlMessage, PmlModule, SendMode
-from ..request import CoreRequest
 from .attributes import install_predefined
 from .comm import Intracomm
 from .communicator import Communicator

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ..completion import CoreRequest
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import BufferSpec
 from ..errors import SUCCESS
 from ..mca.pml.interface import PmlRequest, SendMode
-from ..request import CoreRequest
 from ..status import Status
 from .bsend import buffer_pool
 from .communicator import Communicator
@@ -110,30 +110,18 @@ def fill_status(status: Status | None, request: Outcome) -> None:
     """Copy a completed request's source, tag, error, byte count and cancel flag."""
     if status is None:
         return
-    status.MPI_SOURCE = request.source
-    status.MPI_TAG = request.tag
-    status.MPI_ERROR = request.error
-    status.nbytes = request.count
-    status.cancelled_flag = request.cancelled
+    status._fill(request.source, request.tag, request.error, request.count, request.cancelled)
 
 
 def fill_empty(status: Status | None) -> None:
     """The empty status MPI reports for null and inactive requests."""
     if status is None:
         return
-    status.MPI_SOURCE = ANY_SOURCE
-    status.MPI_TAG = ANY_TAG
-    status.MPI_ERROR = SUCCESS
-    status.nbytes = 0
-    status.cancelled_flag = False
+    status._fill(ANY_SOURCE, ANY_TAG, SUCCESS, 0, False)
 
 
 def fill_probe(status: Status | None, source: int, tag: int, count: int) -> None:
     """The status of a probed message."""
     if status is None:
         return
-    status.MPI_SOURCE = source
-    status.MPI_TAG = tag
-    status.MPI_ERROR = SUCCESS
-    status.nbytes = count
-    status.cancelled_flag = False
+    status._fill(source, tag, SUCCESS, count, False)

@@ -85,7 +85,7 @@ signatures are typed once, below (:data:`SIGNATURES`).
 
 Nonblocking forms: the same name with an ``i`` in front and the same arguments
 (``ibarrier(comm)``, ``iallreduce(comm, sendspec, recvspec, op)``, ...); they start the
-operation and return a :class:`~ompy.ompi.request.CoreRequest` that completes through the
+operation and return a :class:`~ompy.ompi.completion.CoreRequest` that completes through the
 progress engine, without the caller blocking.  The simplest way to write one is a schedule
 (:func:`ompy.ompi.mca.coll.base.start_schedule`): a generator that yields rounds of requests.
 
@@ -114,10 +114,10 @@ from ..pml.interface import PmlComm
 if TYPE_CHECKING:
     from ompy.opal.progress import ProgressEngine
 
+    from ...completion import CoreRequest
     from ...datatype.buffer import BufferSpec, VectorBufferSpec
     from ...instance import Instance
     from ...op import Op
-    from ...request import CoreRequest
     from ..pml.interface import PmlModule
     from .base.table import CollTable
 

@@ -21,8 +21,8 @@ from .context import PmlContext
 if TYPE_CHECKING:
     from ompy.opal.proc import Proc
 
+    from ...completion import CompletionCallback
     from ...datatype.buffer import BufferSpec
-    from ...request import CompletionCallback
 
 #: The version of this interface; components declare the version they were written against.
 INTERFACE_VERSION = (1, 0)
@@ -65,7 +65,7 @@ class PmlComm(Protocol):
 class PmlRequest(Protocol):
     """What a PML's nonblocking calls return, and all the API reads off it or sets on it.
 
-    :class:`~ompy.ompi.request.CoreRequest` has this shape and PMLs subclass it.  Once
+    :class:`~ompy.ompi.completion.CoreRequest` has this shape and PMLs subclass it.  Once
     ``complete`` is true, ``source``, ``tag`` and ``count`` (bytes received, or sent) are the
     status, ``error`` the MPI error class (0 for success) and ``exception`` the error a wait
     raises, or None; ``cancelled`` tells whether ``cancel()`` took effect.  ``on_complete`` is

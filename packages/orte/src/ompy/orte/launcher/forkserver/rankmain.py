@@ -102,7 +102,9 @@ def _execute(command: PythonCommand) -> tuple[int, bool]:
             main = _fresh_main(__file__=path, __cached__=None, __loader__=loader)
             exec(compile(source, path, "exec", dont_inherit=True), main.__dict__)
     except SystemExit as stop:
-        return exit_status(stop), False
+        status = exit_status(stop)
+        _note_exit(status, stop)
+        return status, False
     except BaseException as error:
         # This frame is not the program's: leave it out of the traceback, as python does.
         traceback = error.__traceback__.tb_next if error.__traceback__ else None
@@ -121,6 +123,20 @@ def exit_status(stop: SystemExit) -> int:
         return code & 0xFF
     print(code, file=sys.stderr)
     return 1
+
+
+def _note_exit(status: int, stop: SystemExit) -> None:
+    """Tell ompy's run-time, if the program started it, that the program called ``sys.exit``.
+
+    Before the exit handlers run: MPI's finalize at exit needs to know (see
+    :func:`ompy.orte.runtime.note_exit`).
+    """
+    runtime = sys.modules.get("ompy.orte.runtime")
+    if runtime is None:
+        return
+    code = stop.code
+    shown = "" if code is None else repr(code) if len(repr(code)) <= 40 else repr(code)[:37] + "..."
+    runtime.note_exit(status, f"called sys.exit({shown})")
 
 
 def _shut_down(code: int, interrupted: bool) -> tuple[int, bool]:
