@@ -6,31 +6,35 @@ import numpy as np
 import pytest
 
 from ompy.ompi import errors
-from ompy.ompi.api import pickled
 from ompy.ompi.api.message import Message
 from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
 from ompy.ompi.status import Status
+from ompy.opal import codec
 
 
 def test_large_arrays_leave_the_stream_and_small_ones_stay_in_it():
-    big = np.arange(pickled.OOB_THRESHOLD, dtype=np.uint8)
+    big = np.arange(codec.DEFAULT_THRESHOLD, dtype=np.uint8)
     small = np.arange(10)
-    serialized = pickled.Serialized({"big": big, "small": small, "text": "hi"})
-    assert len(serialized.buffers) == 1
-    assert serialized.buffers[0].obj is big or np.shares_memory(
-        np.asarray(serialized.buffers[0]), big
+    encoded = codec.Encoded.of(codec.Pickle(), {"big": big, "small": small, "text": "hi"})
+    assert len(encoded.buffers) == 1
+    assert encoded.buffers[0].obj is big or np.shares_memory(
+        np.asarray(encoded.buffers[0]), big
     )  # no copy on the way out
-    stream, channel, sizes = pickled.parse_stream(serialized.view)
+    stream, channel, sizes = codec.parse_frame(encoded.view)
     assert sizes == [big.nbytes] and channel == 0
     assert stream.nbytes < 1024
-    strided = pickled.Serialized(np.arange(100_000)[::2])  # not contiguous: in-band
+    strided = codec.Encoded.of(codec.Pickle(), np.arange(100_000)[::2])  # not contiguous
     assert strided.buffers == []
 
 
 def test_a_message_sent_with_send_is_refused_clearly_by_recv():
+    with pytest.raises(codec.FramingError, match="uppercase method"):
+        codec.parse_frame(memoryview(b"\x00" * 5))
+    sender, receiver = make_world(2)
+    sender.Send(b"\x00" * 5, 1, tag=3)
     with pytest.raises(errors.Exception, match="uppercase method"):
-        pickled.parse_stream(memoryview(b"\x00" * 5))
+        receiver.recv(source=0, tag=3)
 
 
 def test_objects_with_out_of_band_buffers_arrive_intact_and_writable():

@@ -19,6 +19,7 @@ from ompy.ompi.mca.coll import (
     BLOCKING,
     INTERFACE_VERSION,
     NONBLOCKING,
+    OBJECT_OPERATIONS,
     OPERATIONS,
     CollComponent,
     CollModule,
@@ -186,7 +187,10 @@ def test_the_coll_framework_keeps_every_component_that_offers():
     assert framework.cardinality is Cardinality.MANY
     assert framework.interface_version == INTERFACE_VERSION == (1, 0)
     assert len(BLOCKING) == len(NONBLOCKING) == 17
-    assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING}
+    assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING} | set(
+        OBJECT_OPERATIONS
+    )
+    assert all(name.endswith("_object") for name in OBJECT_OPERATIONS)
 
 
 def test_a_component_base_declines_and_a_module_implements_what_it_defines():
@@ -452,3 +456,27 @@ def test_instances_in_one_interpreter_select_independently(installed):
     ref_world._c.instance.coll.finalize()  # closing one leaves the other running
     assert fast_world._c.instance.coll.is_open
     assert table(fast_world).provider("barrier") == "fast"
+
+
+def test_every_operation_has_one_typed_signature_that_the_table_declares():
+    from ompy.ompi.mca.coll import interface
+    from ompy.ompi.mca.coll.base.table import CollTable
+
+    assert set(interface.SIGNATURES) == set(OPERATIONS)
+    declared = CollTable.__annotations__  # alias names (the module defers annotations)
+    for operation, signature in interface.SIGNATURES.items():
+        names = {name for name, value in vars(interface).items() if value is signature}
+        assert declared[operation] in names, operation
+
+
+def test_a_communicator_without_selection_has_a_table_that_refuses_every_operation():
+    from ompy.ompi import errors
+    from ompy.ompi.mca.coll.base import unselected_table
+
+    table = unselected_table("the channel")
+    for operation in ("barrier", "iallreduce", "bcast_object"):
+        with pytest.raises(errors.Exception, match=f"implements {operation} on .*the channel"):
+            getattr(table, operation)(None)
+    with pytest.raises(AttributeError):
+        table.no_such_operation  # noqa: B018 (the lookup is the test)
+    assert table.modules == [] and table.provider("barrier") is None

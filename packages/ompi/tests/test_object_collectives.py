@@ -1,7 +1,7 @@
-"""The lowercase collectives move pickles point to point, with their own algorithms.
+"""The lowercase collectives are the coll table's object operations, moved point to point.
 
-They never go through the communicator's coll table (each table operation is replaced here by
-one that fails), reductions apply the operation at every step of a tree in rank order (checked
+They never use the table's buffer operations (each one is replaced here by one that fails),
+reductions apply the operation at every step of a tree in rank order (checked
 with associative, non-commutative operations), and every member gets its own copy.  In-process
 loopback worlds of 1 to 9 ranks.
 """
@@ -13,14 +13,14 @@ import pytest
 
 from ompy import MPI
 from ompy.ompi.api.testing import make_world, run_ranks
-from ompy.ompi.mca.coll import OPERATIONS
+from ompy.ompi.mca.coll import BLOCKING, NONBLOCKING
 
 
 def no_byte_collectives(worlds):
-    """Make every operation of every rank's coll table fail if called."""
+    """Make every buffer operation of every rank's coll table fail if called."""
     for world in worlds:
         table = world._c.coll
-        for operation in OPERATIONS:
+        for operation in BLOCKING + NONBLOCKING:
 
             def refuse(*args, operation=operation):
                 raise AssertionError(f"the object collective called the table's {operation}")
@@ -93,3 +93,20 @@ def test_a_bad_op_or_sequence_is_refused_before_anything_moves():
         return True
 
     assert all(run_ranks(make_world(2), bad, timeout=30))
+
+
+def test_the_object_collectives_are_operations_of_the_coll_table():
+    worlds = make_world(2)
+    calls = []
+    for world in worlds:
+        table = world._c.coll
+        assert table.provider("allreduce_object") == "basic"  # nobody else implements them
+        original = table.allreduce_object
+
+        def spy(comm, obj, op, original=original):
+            calls.append(comm.rank)
+            return original(comm, obj, op)
+
+        table.allreduce_object = spy
+    assert run_ranks(worlds, lambda comm: comm.allreduce(comm.Get_rank() + 1)) == [3, 3]
+    assert sorted(calls) == [0, 1]  # the API called the table's operation on every rank

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -187,3 +188,13 @@ def test_a_close_in_another_thread_waits_for_a_wake_that_is_writing(monkeypatch)
     closer.join(5)
     assert not closer.is_alive()
     loop.wake()  # a wake after the close does nothing
+
+
+def test_a_loop_dropped_without_close_gives_its_pipe_back():
+    loop = EventLoop()
+    pipe = (loop._wake_r, loop._wake_w)
+    del loop
+    gc.collect()
+    for fd in pipe:
+        with pytest.raises(OSError):
+            os.fstat(fd)

@@ -127,6 +127,7 @@ from ompy.ompi.op import (
     Op,
 )
 from ompy.ompi.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
+from ompy.opal.codec import Pickle, pickle
 
 # MPI.INT, MPI.DOUBLE, ... and MPI.SUCCESS, MPI.ERR_TRUNCATE, ...
 globals().update(_DATATYPES)
@@ -264,5 +265,6 @@ __all__ += [
     "Remove_error_string",
 ]
 __all__ += ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Grequest"]  # status and requests
+__all__ += ["Pickle", "pickle"]  # the object codec of the lowercase calls
 
 init_on_import()

@@ -11,6 +11,7 @@ attribute read per pass.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .constants import ANY_SOURCE, ANY_TAG
 
@@ -35,6 +36,10 @@ class CoreRequest:
         "source",
         "tag",
     )
+
+    #: What a lowercase wait returns: the received object, None for operations that carry none
+    #: (a class default; operations that carry an object set it per request).
+    result: Any = None
 
     def __init__(self) -> None:
         self.complete = False

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ompy.opal import codec as opal_codec
+from ompy.opal.codec import Pickle
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.progress import ProgressEngine
@@ -91,10 +93,9 @@ class Instance:
     #: Context ids of the live communicators of this process.
     cids: set[int] = attrs.field(factory=set)
     bsend: BsendPool = attrs.field(factory=_bsend_pool)
-    #: Receives of pickled objects still in progress, in posting order (see api.pickled).
-    pickled_recvs: list[Any] = attrs.field(factory=list)
-    _progress_registered: bool = False
-    _advancing: bool = False
+    #: The object codec of every lowercase call: the process's ``MPI.pickle`` unless a test
+    #: gives an instance its own.
+    codec: Pickle = attrs.field(factory=lambda: opal_codec.pickle)
     #: Error classes, codes and strings the program added (``MPI.Add_error_class``, ...).
     error_codes: ErrorCodes = attrs.field(factory=ErrorCodes, repr=False)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
@@ -138,44 +139,10 @@ class Instance:
             )
         return cid
 
-    # -- pickled receives ----------------------------------------------------------------------
-
-    def track_pickled(self, receive: Any) -> None:
-        """Advance ``receive`` from the progress engine until it completes.
-
-        A pickled receive matches its message with a matched probe, which must keep happening
-        while the program waits for something else (a synchronous send to a peer that is
-        itself waiting for this receive), and in posting order, as a posted receive would.
-        """
-        self.pickled_recvs.append(receive)
-        if not self._progress_registered:
-            self._progress_registered = True
-            self.engine.register(self.advance_pickled)
-
-    def advance_pickled(self) -> int:
-        """One step for every pickled receive in progress, oldest first; how many finished."""
-        pending = self.pickled_recvs
-        if not pending or self._advancing:
-            return 0
-        self._advancing = True  # a step may progress the PML, which calls back here
-        try:
-            finished = 0
-            for receive in list(pending):
-                receive.step()
-                if receive.done:
-                    pending.remove(receive)
-                    finished += 1
-            return finished
-        finally:
-            self._advancing = False
-
     # -- teardown ------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Tear down the frameworks, once no communicator is left: coll, op, then the PML."""
-        if self._progress_registered:
-            self._progress_registered = False
-            self.engine.unregister(self.advance_pickled)
         self.coll.finalize()  # modules of communicators never freed, then coll's components
         self.op.finalize()  # after coll, whose modules reduce with op's kernels
         self.pml.finalize()

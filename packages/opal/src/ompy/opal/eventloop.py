@@ -37,6 +37,7 @@ import selectors
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,11 @@ class Timer:
         self.callback = None
 
 
+def _close_pipe(read_end: int, write_end: int) -> None:
+    os.close(read_end)
+    os.close(write_end)
+
+
 class EventLoop:
     """A selector with a self-pipe wake-up and timers (see the module documentation)."""
 
@@ -73,6 +79,9 @@ class EventLoop:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
+        # Raw descriptors are not closed by the garbage collector as sockets are: a loop never
+        # closed (an engine of a test world, say) would otherwise keep its pipe for good.
+        self._release_pipe = weakref.finalize(self, _close_pipe, self._wake_r, self._wake_w)
         self._selector.register(self._wake_r, selectors.EVENT_READ, (None, None))
         self._posted: collections.deque[Callback] = collections.deque()
         self._timers: list[tuple[float, int, Timer]] = []
@@ -235,7 +244,6 @@ class EventLoop:
             signal.set_wakeup_fd(self._previous_wakeup_fd)
             self._previous_wakeup_fd = None
         self._selector.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._release_pipe()
         self._timers.clear()
         self._posted.clear()

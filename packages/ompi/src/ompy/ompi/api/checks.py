@@ -8,6 +8,7 @@ int so that numpy integers and other index-like objects are accepted, as mpi4py 
 from __future__ import annotations
 
 import operator
+from typing import SupportsIndex
 
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..errors import ERR_RANK, ERR_TAG
@@ -18,10 +19,12 @@ def as_int(value: object, what: str) -> int:
     """``value`` as an int, or a TypeError that names the argument."""
     if type(value) is int:
         return value
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an int, not {type(value).__name__} {value!r}") from None
+    if isinstance(value, SupportsIndex):  # numpy integers, and anything with __index__
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{what} must be an int, not {type(value).__name__} {value!r}")
 
 
 def dest_rank(dest: object, size: int, call: str) -> int:

@@ -7,9 +7,9 @@ coll table (``comm.coll``, chosen per communicator by the coll framework), so th
 by whichever component serves that operation.  Nonblocking forms wrap the table's request in
 an ``MPI.Request``.
 
-The lowercase forms move pickles (protocol 5) point to point with algorithms of their own
-(:mod:`.object_collectives`: trees and recursive doubling, the operation applied at every step
-in rank order).  Every member receives its own unpickled copy, the root included.
+The lowercase forms call the table's object operations (``bcast_object``, ...), which the coll
+components provide like any other (``basic`` moves the objects point to point, encoded by the
+instance's codec, ``MPI.pickle``).  Every member receives its own copy, the root included.
 """
 
 from __future__ import annotations
@@ -30,14 +30,11 @@ from ..datatype.buffer import (
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
 from ..op import SUM, Op
-from . import object_collectives as objects
 from .checks import as_int
 from .communicator import Communicator
 from .in_place import given, or_in_place
 from .request import Request
 from .vector_messages import parse_vector_message
-
-_PROTOCOL = 5
 
 
 class Collectives:
@@ -430,49 +427,50 @@ class Collectives:
     def bcast(self, obj: Any, root: int = 0) -> Any:
         """Broadcast a Python object from one process to all other processes."""
         c = self._live("Comm.bcast")
-        return objects.bcast(c, obj, _root(root, c, "Comm.bcast"))
+        return c.coll.bcast_object(c, obj, _root(root, c, "Comm.bcast"))
 
     def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
         """Gather Python objects to one process (``None`` on the others)."""
         c = self._live("Comm.gather")
-        return objects.gather(c, sendobj, _root(root, c, "Comm.gather"))
+        return c.coll.gather_object(c, sendobj, _root(root, c, "Comm.gather"))
 
     def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
         """Scatter Python objects: item ``i`` of the root's sequence goes to rank ``i``."""
         c = self._live("Comm.scatter")
         root = _root(root, c, "Comm.scatter")
         items = _items(sendobj, c.size, "Comm.scatter") if c.rank == root else None
-        return objects.scatter(c, items, root)
+        return c.coll.scatter_object(c, items, root)
 
     def allgather(self, sendobj: Any) -> list[Any]:
         """Gather Python objects to every process."""
-        return objects.allgather(self._live("Comm.allgather"), sendobj)
+        c = self._live("Comm.allgather")
+        return c.coll.allgather_object(c, sendobj)
 
     def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
         c = self._live("Comm.alltoall")
-        return objects.alltoall(c, _items(sendobj, c.size, "Comm.alltoall"))
+        return c.coll.alltoall_object(c, _items(sendobj, c.size, "Comm.alltoall"))
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
         """Reduce Python objects to the root (``None`` on the others)."""
         c = self._live("Comm.reduce")
         root = _root(root, c, "Comm.reduce")
-        return objects.reduce(c, sendobj, _object_op(op, "Comm.reduce"), root)
+        return c.coll.reduce_object(c, sendobj, _object_op(op, "Comm.reduce"), root)
 
     def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
         """Reduce Python objects to every process."""
         c = self._live("Comm.allreduce")
-        return objects.allreduce(c, sendobj, _object_op(op, "Comm.allreduce"))
+        return c.coll.allreduce_object(c, sendobj, _object_op(op, "Comm.allreduce"))
 
     def scan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Inclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr``."""
         c = self._live("Intracomm.scan")
-        return objects.scan(c, sendobj, _object_op(op, "Intracomm.scan"))
+        return c.coll.scan_object(c, sendobj, _object_op(op, "Intracomm.scan"))
 
     def exscan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Exclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr-1``, rank 0 None."""
         c = self._live("Intracomm.exscan")
-        return objects.scan(c, sendobj, _object_op(op, "Intracomm.exscan"), exclusive=True)
+        return c.coll.exscan_object(c, sendobj, _object_op(op, "Intracomm.exscan"))
 
 
 # -- argument checks ------------------------------------------------------------------------------

@@ -265,8 +265,11 @@ class Comm(
                 f"Comm.Create: the group holds processes outside the communicator (world ranks "
                 f"{outside}); it must be a subgroup of comm.Get_group()",
             )
-        world_ranks = tuple(procs) if c.instance.world_rank in procs else None
-        return self._new(c, world_ranks, "CREATE")
+        # every process is a member of this communicator: its world rank is known here
+        index = c.group.members.ranks
+        world_ranks = tuple(c.world_ranks[index[p]] for p in procs)
+        member = c.instance.world_rank in world_ranks
+        return self._new(c, world_ranks if member else None, "CREATE")
 
     def Free(self) -> None:
         """Free a communicator."""

@@ -13,7 +13,7 @@ from ..attributes import AttributeSet
 from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..group import Group
 from ..instance import Instance
-from ..mca.coll.base import comm_select, comm_unselect
+from ..mca.coll.base import CollTable, comm_select, comm_unselect, unselected_table
 
 
 class Communicator:
@@ -67,8 +67,9 @@ class Communicator:
         self.pml_state: Any = None
         #: Per destination: how many pickled messages with out-of-band buffers went there.
         self.channels: dict[int, int] = {}
-        #: The collective operations' function table (the coll framework's selection).
-        self.coll: Any = None
+        #: The collective operations' function table (the coll framework's selection, made by
+        #: ``create``; until then a table in which every operation says nobody implements it).
+        self.coll: CollTable = unselected_table(name)
         #: What a failing call on this communicator does (see :mod:`.errhandler`); new
         #: communicators inherit their parent's.
         self.errhandler: ErrhandlerObject = ERRORS_RETURN

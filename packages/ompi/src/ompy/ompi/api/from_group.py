@@ -52,8 +52,8 @@ from ..group import Group
 from ..instance import Instance, current
 from .cid import agree
 from .communicator import Communicator
-from .ops import STANDARD, raise_if_failed, wait
 from .pickled import byte_spec
+from .transfers import STANDARD, raise_if_failed, wait
 
 #: The longest stringtag ``Create_from_group`` takes (``MPI_MAX_STRINGTAG_LEN``, Open MPI's value).
 MAX_STRINGTAG_LEN = 1024

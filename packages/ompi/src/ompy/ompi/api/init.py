@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import sys
 import threading
+from types import TracebackType
 from typing import Any
 
 import attrs
@@ -109,7 +110,9 @@ def _install_exit_hooks() -> None:
     state.exit_hooks = True
     previous = sys.excepthook
 
-    def excepthook(kind, value, tb) -> None:
+    def excepthook(
+        kind: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
         state.uncaught = True
         previous(kind, value, tb)
 

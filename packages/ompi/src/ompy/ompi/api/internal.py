@@ -14,40 +14,34 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from ..errors import ERR_INTERN
+from ..errors import Exception as MPIException
+from ..mca.pml.interface import PmlRequest
 from .communicator import Communicator
-from .ops import STANDARD, raise_if_failed, wait
 from .pickled import byte_spec
 from .tags import TAG_BARRIER, TAG_GATHER, TAG_SCATTER
+from .transfers import STANDARD, raise_if_failed, wait
 
 _EMPTY = memoryview(b"")
 
 
-def _send(comm: Communicator, data: bytes | memoryview, dest: int, tag: int) -> Any:
+def _send(
+    comm: Communicator, data: bytes | bytearray | memoryview, dest: int, tag: int
+) -> PmlRequest:
     return comm.pml.isend(byte_spec(memoryview(data)), dest, tag, comm, STANDARD)
 
 
-def _recv(comm: Communicator, source: int, tag: int) -> bytearray:
-    """Receive a message of unknown size from ``source`` (matched probe, then receive)."""
-    pml = comm.pml
-    found: list[Any] = []
-
-    def probed() -> bool:
-        message = pml.improbe(source, tag, comm)
-        if message is None:
-            return False
-        found.append(message)
-        return True
-
-    comm.engine.wait_until(probed)
-    message = found[0]
-    data = bytearray(message.count)
-    request = pml.imrecv(byte_spec(memoryview(data)), message)
+def _recv(comm: Communicator, source: int, tag: int) -> memoryview:
+    """Receive a message of unknown size from ``source`` (a receive sized by the PML)."""
+    request = comm.pml.irecv_view(None, source, tag, comm)
     wait(comm, request)
     raise_if_failed(request)
-    return data
+    if request.view is None:
+        raise MPIException(ERR_INTERN, "the PML completed a sized receive without its data")
+    return request.view
 
 
-def _wait_all(comm: Communicator, requests: list[Any]) -> None:
+def _wait_all(comm: Communicator, requests: list[PmlRequest]) -> None:
     for request in requests:
         wait(comm, request)
         raise_if_failed(request)
@@ -65,25 +59,27 @@ def barrier(comm: Communicator) -> None:
         distance *= 2
 
 
-def bcast_bytes(comm: Communicator, data: bytes | None, root: int = 0) -> bytes | bytearray:
-    """Binomial-tree broadcast of bytes from ``root``."""
+def bcast_bytes(comm: Communicator, data: bytes | None, root: int = 0) -> bytes | memoryview:
+    """Binomial-tree broadcast of bytes from ``root`` (``data`` is None on the others)."""
     size = comm.size
     relative = (comm.rank - root) % size
+    payload: bytes | memoryview | None = data
     mask = 1
     while mask < size:  # receive from the parent
         if relative & mask:
-            data = _recv(comm, (comm.rank - mask) % size, TAG_SCATTER)
+            payload = _recv(comm, (comm.rank - mask) % size, TAG_SCATTER)
             break
         mask <<= 1
+    if payload is None:
+        raise ValueError("bcast_bytes: the root must give the bytes to broadcast")
     mask >>= 1
     sends = []
     while mask > 0:  # forward to the children
         if relative + mask < size:
-            sends.append(_send(comm, data, (comm.rank + mask) % size, TAG_SCATTER))
+            sends.append(_send(comm, payload, (comm.rank + mask) % size, TAG_SCATTER))
         mask >>= 1
     _wait_all(comm, sends)
-    assert data is not None
-    return data
+    return payload
 
 
 def allgather(comm: Communicator, value: Any) -> list[Any]:

@@ -16,13 +16,23 @@ from ..datatype.buffer import parse_buffer
 from ..errors import ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..handle import Handle, predefine
+from ..mca.pml.interface import PmlMessage
 from ..status import Status
 from .communicator import Communicator
-from .ops import fill_status, proc_null_request, raise_if_failed, wait
-from .pickled import PickledRecv
+from .pickled import receive_object
 from .request import Request
+from .transfers import fill_status, proc_null_request, raise_if_failed, wait
 
-_NO_PROC = object()
+
+class _NoProc:
+    """What ``MESSAGE_NO_PROC`` refers to: the message of a probe with source ``PROC_NULL``."""
+
+    __slots__ = ()
+
+
+_NO_PROC = _NoProc()
+#: What a handle refers to: a message the PML took out of matching, NO_PROC, or nothing (NULL).
+_Referent = PmlMessage | _NoProc | None
 
 
 class Message(Handle, referent="_message"):
@@ -30,11 +40,11 @@ class Message(Handle, referent="_message"):
 
     __slots__ = ("_comm", "_message")
 
-    _message: Any
+    _message: _Referent
     _comm: Communicator | None
 
     @classmethod
-    def _of(cls, message: Any, comm: Communicator | None) -> Message:
+    def _of(cls, message: PmlMessage | _NoProc, comm: Communicator | None) -> Message:
         handle = object.__new__(cls)  # not Handle.__new__: every matched probe makes one
         handle._message = message
         handle._comm = comm
@@ -50,24 +60,29 @@ class Message(Handle, referent="_message"):
         """``free()`` leaves a matched message alone (mpi4py's meaning): receive it instead."""
 
     def __repr__(self) -> str:
-        if self._message is None:
-            return "<Message MESSAGE_NULL>"
-        if self._message is _NO_PROC:
-            return "<Message MESSAGE_NO_PROC>"
-        return f"<Message source={self._message.source} tag={self._message.tag}>"
-
-    def _take(self, call: str) -> tuple[Any, Communicator | None]:
-        """The message and its communicator; the handle becomes MESSAGE_NULL (unless NO_PROC)."""
         message = self._message
         if message is None:
+            return "<Message MESSAGE_NULL>"
+        if isinstance(message, _NoProc):
+            return "<Message MESSAGE_NO_PROC>"
+        return f"<Message source={message.source} tag={message.tag}>"
+
+    def _take(self, call: str) -> tuple[PmlMessage, Communicator] | None:
+        """The message and its communicator, None for MESSAGE_NO_PROC.
+
+        The handle becomes MESSAGE_NULL (MESSAGE_NO_PROC stays what it is).
+        """
+        message, comm = self._message, self._comm
+        if isinstance(message, _NoProc):
+            return None
+        if message is None or comm is None:
             raise MPIException(
                 ERR_REQUEST,
                 f"Message.{call}: the message is MESSAGE_NULL (already received, or never "
                 "probed); get one from Comm.Mprobe or Comm.Improbe",
             )
-        if message is not _NO_PROC:
-            self._message = None
-        return message, self._comm
+        self._message = None
+        return message, comm
 
     # -- probes -------------------------------------------------------------------------------
 
@@ -103,10 +118,11 @@ class Message(Handle, referent="_message"):
 
     def Recv(self, buf: Any, status: Status | None = None) -> None:
         """Blocking receive of matched message."""
-        message, comm = self._take("Recv")
-        if message is _NO_PROC:
+        taken = self._take("Recv")
+        if taken is None:
             fill_status(status, proc_null_request())
             return
+        message, comm = taken
         request = comm.pml.imrecv(parse_buffer(buf, readonly=False), message)
         wait(comm, request)
         fill_status(status, request)
@@ -114,18 +130,20 @@ class Message(Handle, referent="_message"):
 
     def Irecv(self, buf: Any) -> Request:
         """Nonblocking receive of matched message."""
-        message, comm = self._take("Irecv")
-        if message is _NO_PROC:
-            return Request._of(proc_null_request(), comm)
+        taken = self._take("Irecv")
+        if taken is None:
+            return Request._of(proc_null_request(), None)
+        message, comm = taken
         return Request._of(comm.pml.imrecv(parse_buffer(buf, readonly=False), message), comm)
 
     def recv(self, status: Status | None = None) -> Any:
         """Blocking receive of matched message; returns the object."""
-        message, comm = self._take("recv")
-        if message is _NO_PROC:
+        taken = self._take("recv")
+        if taken is None:
             fill_status(status, proc_null_request())
             return None
-        request = PickledRecv(comm, message.source, message.tag, message)
+        message, comm = taken
+        request = receive_object(comm, message.source, message.tag, message)
         wait(comm, request)
         fill_status(status, request)
         raise_if_failed(request)
@@ -133,10 +151,11 @@ class Message(Handle, referent="_message"):
 
     def irecv(self) -> Request:
         """Nonblocking receive of matched message; ``wait()`` returns the object."""
-        message, comm = self._take("irecv")
-        if message is _NO_PROC:
-            return Request._of(proc_null_request(), comm)
-        return Request._of(PickledRecv(comm, message.source, message.tag, message), comm)
+        taken = self._take("irecv")
+        if taken is None:
+            return Request._of(proc_null_request(), None)
+        message, comm = taken
+        return Request._of(receive_object(comm, message.source, message.tag, message), comm)
 
 
 #: Null message handle.

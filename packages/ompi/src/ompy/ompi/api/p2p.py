@@ -15,12 +15,15 @@ import numpy as np
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import parse_buffer
 from ..datatype.predefined import TYPECHARS
-from ..mca.pml.interface import SendMode
+from ..mca.pml.base.objects import ObjectRecv
+from ..mca.pml.interface import PmlMessage, ProbeStatus, SendMode
 from ..status import Status
 from .checks import dest_rank, recv_tag, send_tag, source_rank
 from .communicator import Communicator
 from .message import MESSAGE_NO_PROC, Message
-from .ops import (
+from .pickled import receive_object, send_object, start_object_send
+from .request import Prequest, Request
+from .transfers import (
     BUFFERED,
     READY,
     STANDARD,
@@ -32,8 +35,6 @@ from .ops import (
     start_send,
     wait,
 )
-from .pickled import PickledRecv, send_object, start_object_send
-from .request import Prequest, Request
 
 #: Element formats of the buffers :func:`_flat_view` takes as they are: the one-character
 #: native formats ``parse_buffer`` maps to a predefined datatype.
@@ -125,14 +126,10 @@ class PointToPoint:
         if view is None:
             request = pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
         else:
-            try:
-                send_view = pml.send_view
-            except AttributeError:  # a PML with only the interface's isend
-                request = pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
-            else:
-                request = send_view(view, dest, tag, c)
-                if request is None:
-                    return  # it already left: no request was made
+            sent = pml.send_view(view, dest, tag, c)
+            if sent is None:
+                return  # it already left: no request was made
+            request = sent
         if not request.complete:
             c.engine.wait_for(request)
         if request.exception is not None:
@@ -157,12 +154,7 @@ class PointToPoint:
         if view is None:
             request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
         else:
-            try:
-                irecv_view = pml.irecv_view
-            except AttributeError:  # a PML with only the interface's irecv
-                request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
-            else:
-                request = irecv_view(view, source, tag, c)
+            request = pml.irecv_view(view, source, tag, c)
         if not request.complete:
             c.engine.wait_for(request)
         if status is not None:
@@ -261,7 +253,7 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return True
-        found: list[Any] = []
+        found: list[ProbeStatus] = []
 
         def probed() -> bool:
             result = c.pml.iprobe(source, tag, c)
@@ -299,7 +291,7 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return Message(MESSAGE_NO_PROC)
-        found: list[Any] = []
+        found: list[PmlMessage] = []
 
         def probed() -> bool:
             message = c.pml.improbe(source, tag, c)
@@ -437,7 +429,7 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
-        request = PickledRecv(c, source, tag)
+        request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)  # receive_object, inlined
         if not request.complete:
             c.engine.wait_for(request)
         if status is not None:
@@ -451,7 +443,7 @@ class PointToPoint:
         c, source, tag = self._recv_args("Comm.irecv", source, tag)
         if source == PROC_NULL:
             return Request._of(proc_null_request(), c)
-        return Request._of(PickledRecv(c, source, tag), c)
+        return Request._of(receive_object(c, source, tag), c)
 
     def sendrecv(  # noqa: PLR0917 (mpi4py's signature)
         self,

@@ -20,6 +20,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, Self
 
+from ompy.opal.progress import ProgressEngine
+
 from .. import instance as instances
 from ..completion import CoreRequest
 from ..constants import UNDEFINED
@@ -27,8 +29,9 @@ from ..errors import ERR_OTHER, ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..handle import Handle, predefine
 from ..status import Status
+from .communicator import Communicator
 from .errhandler import RequestErrhandlers
-from .ops import fill_empty, fill_status
+from .transfers import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
 Starter = Callable[[], Any]
@@ -38,7 +41,7 @@ class Progressing(Protocol):
     """What a request waits through: a communicator or, for generalized requests, an instance."""
 
     @property
-    def engine(self) -> Any: ...
+    def engine(self) -> ProgressEngine: ...
 
 
 class Request(RequestErrhandlers, Handle, referent="_core"):
@@ -50,7 +53,7 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
     _comm: Progressing | None
 
     @classmethod
-    def _of(cls, core: Any, comm: Progressing) -> Request:
+    def _of(cls, core: Any, comm: Progressing | None) -> Request:
         # object.__new__, not Handle.__new__: every send and receive makes one (hot path).
         request = object.__new__(cls)
         request._core = core
@@ -80,7 +83,9 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
 
     def _instance_for_handles(self) -> Any:
         comm = self._comm
-        return comm.instance if comm is not None else super()._instance_for_handles()
+        if isinstance(comm, Communicator):
+            return comm.instance
+        return super()._instance_for_handles()
 
     def _free(self) -> None:
         self.Free()
@@ -100,8 +105,22 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
         core = self._core
         if core is None or core.complete:
             return True
-        self._comm.engine.progress()  # type: ignore[union-attr]  # an active request has one
+        self._engine().progress()
         return core.complete
+
+    def _engine(self) -> ProgressEngine:
+        """The progress engine that completes this request's operation.
+
+        Only an operation still pending needs it, and every such operation was started on a
+        communicator (those without one, ``PROC_NULL`` receives of ``MESSAGE_NO_PROC``, are
+        born complete).
+        """
+        comm = self._comm
+        if comm is None:
+            raise MPIException(
+                ERR_REQUEST, f"{self!r} is pending but belongs to no communicator to progress"
+            )
+        return comm.engine
 
     def _done(self) -> bool:
         core = self._core
@@ -110,7 +129,7 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
     def _wait_core(self) -> None:
         core = self._core
         if core is not None and not core.complete:
-            self._comm.engine.wait_until(lambda: core.complete)  # type: ignore[union-attr]
+            self._engine().wait_until(lambda: core.complete)
 
     def _retire(self, status: Status | None) -> Any:
         """Report a completed request: fill ``status``, release the handle, raise or return."""
@@ -125,7 +144,7 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
         self._release()
         if core.exception is not None:
             raise core.exception
-        return getattr(core, "result", None)
+        return core.result
 
     def _peek(self, status: Status | None) -> None:
         """Fill ``status`` from a completed request without releasing it (``Get_status``)."""
@@ -678,14 +697,14 @@ def _active(requests: list[Request]) -> list[int]:
     return [index for index, request in enumerate(requests) if request._core is not None]
 
 
-def _engines(requests: list[Request], active: list[int]) -> list[Any]:
+def _engines(requests: list[Request], active: list[int]) -> list[ProgressEngine]:
     """The distinct progress engines of the pending requests (one, but for test worlds with an
     instance per rank and generalized requests on the default instance)."""
-    engines: list[Any] = []
+    engines: list[ProgressEngine] = []
     for index in active:
         request = requests[index]
         if not request._core.complete:
-            engine = request._comm.engine  # type: ignore[union-attr]
+            engine = request._engine()
             if engine not in engines:
                 engines.append(engine)
     return engines

@@ -15,21 +15,23 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
+from ompy.opal.proc import Proc
 from ompy.opal.progress import ProgressEngine
 
 from ..completion import CoreRequest
 from ..constants import ANY_SOURCE, ANY_TAG, TAG_UB_VALUE
+from ..datatype.buffer import BufferSpec
 from ..errors import ERR_TRUNCATE
 from ..errors import Exception as MPIException
 from ..instance import Instance, adopt
-from ..mca.pml.interface import PmlModule, SendMode
+from ..mca.pml.interface import PmlComm, PmlMessage, PmlModule, SendMode
 from .attributes import install_predefined
 from .comm import Intracomm
 from .communicator import Communicator
@@ -50,13 +52,27 @@ class LoopbackMessage:
 
 
 class LoopbackRecv(CoreRequest):
-    __slots__ = ("queue", "spec", "want_source", "want_tag")
+    """A posted receive: into ``view``, or (``view`` None) into a buffer sized at match time."""
+
+    __slots__ = ("queue", "view", "want_source", "want_tag")
+
+    def __init__(
+        self, view: memoryview | None, source: int, tag: int, queue: MatchQueue | None
+    ) -> None:
+        super().__init__()
+        self.view = view
+        self.want_source = source
+        self.want_tag = tag
+        self.queue = queue
 
     def cancel(self) -> None:
-        with self.queue.fabric.lock:
-            if self.complete or self not in self.queue.posted:
+        queue = self.queue
+        if queue is None:  # an imrecv: matched already
+            return
+        with queue.fabric.lock:
+            if self.complete or self not in queue.posted:
                 return
-            self.queue.posted.remove(self)
+            queue.posted.remove(self)
             self.cancelled = True
             self.finish()
 
@@ -79,8 +95,10 @@ def _matches(source: int, tag: int, want_source: int, want_tag: int) -> bool:
 
 
 def _deliver(request: LoopbackRecv, message: LoopbackMessage) -> None:
-    view = request.spec.view
     data = message.data
+    if request.view is None:  # a sized receive: its buffer is made now, to the message's size
+        request.view = memoryview(bytearray(len(data)))
+    view = request.view
     request.source, request.tag = message.source, message.tag
     if message.send is not None:
         message.send.finish()
@@ -101,6 +119,10 @@ def _deliver(request: LoopbackRecv, message: LoopbackMessage) -> None:
     request.finish()
 
 
+def _flat(view: memoryview) -> memoryview:
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
 class Fabric:
     """The shared wire of a loopback world: matching queues per (context id, world rank)."""
 
@@ -117,7 +139,7 @@ class Fabric:
 
 
 class LoopbackPml(PmlModule):
-    """The PML of one loopback process."""
+    """The PML of one loopback process: the whole interface, eager delivery under one lock."""
 
     max_tag = TAG_UB_VALUE
     max_contextid = 2**31 - 1
@@ -126,29 +148,35 @@ class LoopbackPml(PmlModule):
         self.fabric = fabric
         self.world_rank = world_rank
         self.comms: set[int] = set()
+        self.finalized = False
 
-    def add_procs(self, procs: list[Any]) -> None:
-        pass
+    def add_procs(self, procs: Sequence[Proc]) -> None:
+        """Nothing to set up: the fabric reaches every rank of the world."""
 
-    def del_procs(self, procs: list[Any]) -> None:
-        pass
+    def del_procs(self, procs: Sequence[Proc]) -> None:
+        """Nothing to tear down."""
 
-    def add_comm(self, comm: Any) -> None:
+    def add_comm(self, comm: PmlComm) -> None:
         comm.pml_state = self.fabric.queue(comm.context_id, self.world_rank)
         self.comms.add(comm.context_id)
 
-    def del_comm(self, comm: Any) -> None:
+    def del_comm(self, comm: PmlComm) -> None:
         with self.fabric.lock:
             self.fabric.queues.pop((comm.context_id, self.world_rank), None)
         self.comms.discard(comm.context_id)
         comm.pml_state = None
 
-    def isend(self, spec: Any, dest: int, tag: int, comm: Any, mode: SendMode) -> CoreRequest:
+    def isend(
+        self, spec: BufferSpec, dest: int, tag: int, comm: PmlComm, mode: SendMode
+    ) -> CoreRequest:
+        return self.isend_view(_flat(spec.view), dest, tag, comm, mode)
+
+    def isend_view(
+        self, data: memoryview, dest: int, tag: int, comm: PmlComm, mode: SendMode
+    ) -> CoreRequest:
         request = CoreRequest()
         synchronous = mode is SendMode.SYNCHRONOUS
-        message = LoopbackMessage(
-            comm.rank, tag, bytes(spec.view), request if synchronous else None
-        )
+        message = LoopbackMessage(comm.rank, tag, bytes(data), request if synchronous else None)
         with self.fabric.lock:
             queue = self.fabric.queue(comm.context_id, comm.world_ranks[dest])
             for posted in queue.posted:
@@ -158,15 +186,20 @@ class LoopbackPml(PmlModule):
                     break
             else:
                 queue.unexpected.append(message)
+        request.count = len(message.data)
         if not synchronous:
             request.finish()
         return request
 
-    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> CoreRequest:
-        request = LoopbackRecv()
-        request.spec, request.want_source, request.want_tag = spec, source, tag
+    def irecv(self, spec: BufferSpec, source: int, tag: int, comm: PmlComm) -> LoopbackRecv:
+        return self.irecv_view(_flat(spec.view), source, tag, comm)
+
+    def irecv_view(
+        self, view: memoryview | None, source: int, tag: int, comm: PmlComm
+    ) -> LoopbackRecv:
+        queue: MatchQueue = comm.pml_state
+        request = LoopbackRecv(view, source, tag, queue)
         with self.fabric.lock:
-            queue = request.queue = comm.pml_state
             for index, message in enumerate(queue.unexpected):
                 if _matches(message.source, message.tag, source, tag):
                     del queue.unexpected[index]
@@ -176,14 +209,14 @@ class LoopbackPml(PmlModule):
                 queue.posted.append(request)
         return request
 
-    def iprobe(self, source: int, tag: int, comm: Any) -> Any:
+    def iprobe(self, source: int, tag: int, comm: PmlComm) -> LoopbackMessage | None:
         with self.fabric.lock:
             for message in comm.pml_state.unexpected:
                 if _matches(message.source, message.tag, source, tag):
                     return message
         return None
 
-    def improbe(self, source: int, tag: int, comm: Any) -> Any:
+    def improbe(self, source: int, tag: int, comm: PmlComm) -> LoopbackMessage | None:
         with self.fabric.lock:
             unexpected = comm.pml_state.unexpected
             for index, message in enumerate(unexpected):
@@ -192,18 +225,22 @@ class LoopbackPml(PmlModule):
                     return message
         return None
 
-    def imrecv(self, spec: Any, message: Any) -> CoreRequest:
-        request = LoopbackRecv()
-        request.spec = spec
+    def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> LoopbackRecv:
+        if not isinstance(message, LoopbackMessage):
+            raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")
+        view = None if spec is None else _flat(spec.view)
+        request = LoopbackRecv(view, message.source, message.tag, None)
         with self.fabric.lock:
             _deliver(request, message)
         return request
 
     def progress(self) -> int:
+        """Nothing to advance: every send is delivered when it starts."""
         return 0
 
     def finalize(self) -> None:
-        pass
+        """Nothing is owed to peers (delivery is immediate); only remembers it ran."""
+        self.finalized = True
 
 
 @attrs.frozen
@@ -304,7 +341,7 @@ def default_instance(registry: Registry | None = None) -> Iterator[Instance]:
     (``Op.Reduce_local``, ``Translate_ranks`` into the world group, ...).
     """
     (world,) = make_world(1, registry=registry)
-    instance = world._c.instance
+    instance = world._live("testing.default_instance").instance
     adopt(instance)
     try:
         yield instance

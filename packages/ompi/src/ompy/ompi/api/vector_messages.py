@@ -190,11 +190,11 @@ def _counts(spec: Any, blocks: int, total: int, where: str) -> tuple[int, ...]:
 def _displs(spec: Any, counts: tuple[int, ...], where: str) -> tuple[int, ...]:
     blocks = len(counts)
     if spec is None:
-        displs, running = [], 0
+        starts, running = [], 0
         for count in counts:
-            displs.append(running)
+            starts.append(running)
             running += count
-        return tuple(displs)
+        return tuple(starts)
     if _is_int(spec):
         stride = _int(spec, f"{where}: displacements")
         displs = tuple(rank * stride for rank in range(blocks))

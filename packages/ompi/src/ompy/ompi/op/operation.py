@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import attrs
 
-from ..mca.op import Intrinsic
+from ..mca.op import Intrinsic, Kernel
 
 #: The first Fortran handle given to user-defined operations (after Open MPI's MPI_NO_OP, 14).
 FIRST_USER_INDEX: Final = 15
@@ -38,7 +38,7 @@ class Operation:
     freed: bool = False
     #: A user-defined operation's kernel per datatype layout (dropped by ``Free``).  They live
     #: here, not in an instance's cache, so that freeing reaches every instance at once.
-    kernels: dict[Any, Any] = attrs.field(factory=dict)
+    kernels: dict[Any, Kernel] = attrs.field(factory=dict)
 
 
 _lock = threading.Lock()

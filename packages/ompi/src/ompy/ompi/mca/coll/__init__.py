@@ -16,12 +16,15 @@ from .interface import (
     BLOCKING,
     INTERFACE_VERSION,
     NONBLOCKING,
+    OBJECT_OPERATIONS,
     OPERATIONS,
+    CollComm,
     CollComponent,
     CollModule,
+    Combine,
 )
 
-framework = Framework(
+framework: Framework[CollComponent] = Framework(
     "coll",
     "ompi",
     "collective operations: the algorithms of barrier, broadcast, reductions, ... per communicator",
@@ -33,8 +36,11 @@ __all__ = [
     "BLOCKING",
     "INTERFACE_VERSION",
     "NONBLOCKING",
+    "OBJECT_OPERATIONS",
     "OPERATIONS",
+    "CollComm",
     "CollComponent",
     "CollModule",
+    "Combine",
     "framework",
 ]

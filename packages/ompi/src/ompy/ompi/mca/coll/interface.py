@@ -34,7 +34,7 @@ none, so "implements" means "has the attribute").  ``comm`` is the internal
   the *lower* ranks.
 - Roots are valid ranks, op/datatype pairs are allowed, counts agree: the API checked them.
 
-Blocking forms (return ``None``)::
+Blocking forms (return ``None``; every signature is typed once in :data:`SIGNATURES`)::
 
     barrier(comm)
     bcast(comm, spec, root)
@@ -63,6 +63,26 @@ Blocking forms (return ``None``)::
     scan(comm, sendspec, recvspec, op)            sendspec.in_place: the input is in recvspec
     exscan(comm, sendspec, recvspec, op)          recvspec of rank 0 is left untouched
 
+Object forms (the lowercase ``comm.bcast(obj)``, ...; return the object, or None where MPI
+gives nothing)::
+
+    bcast_object(comm, obj, root)                 -> the root's object, on every member
+    gather_object(comm, obj, root)                -> list in rank order at root, None elsewhere
+    scatter_object(comm, items, root)             items: sequence of size objects at root, None
+                                                    elsewhere -> item rank
+    allgather_object(comm, obj)                   -> list in rank order
+    alltoall_object(comm, items)                  items: one per rank -> one from each rank
+    reduce_object(comm, obj, op, root)            op: function of two objects -> result at root
+    allreduce_object(comm, obj, op)               -> x0 op x1 op ... op xp-1 on every member
+    scan_object(comm, obj, op)                    -> x0 op ... op x_rank
+    exscan_object(comm, obj, op)                  -> x0 op ... op x_rank-1 (None on rank 0)
+
+Objects travel through the instance's codec (``comm.instance.codec``, ``MPI.pickle``) with
+:func:`ompy.ompi.mca.coll.base.send_object` and :func:`~ompy.ompi.mca.coll.base.recv_object`.
+Reductions must keep rank order (``op`` is associative, not necessarily commutative); every
+member gets its own object, the root included (never the caller's object itself).  The
+signatures are typed once, below (:data:`SIGNATURES`).
+
 Nonblocking forms: the same name with an ``i`` in front and the same arguments
 (``ibarrier(comm)``, ``iallreduce(comm, sendspec, recvspec, op)``, ...); they start the
 operation and return a :class:`~ompy.ompi.completion.CoreRequest` that completes through the
@@ -84,9 +104,22 @@ tag, the same on every member, and makes sure no two calls in flight share one.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from ompy.opal.mca import Component, Offer
+
+from ..pml.interface import PmlComm
+
+if TYPE_CHECKING:
+    from ompy.opal.progress import ProgressEngine
+
+    from ...completion import CoreRequest
+    from ...datatype.buffer import BufferSpec, VectorBufferSpec
+    from ...instance import Instance
+    from ...op import Op
+    from ..pml.interface import PmlModule
+    from .base.table import CollTable
 
 #: The version of this interface; components declare the version they were written against.
 INTERFACE_VERSION = (1, 0)
@@ -113,8 +146,133 @@ BLOCKING: Final[tuple[str, ...]] = (
 )
 #: The nonblocking operations: ``ibarrier``, ``ibcast``, ...
 NONBLOCKING: Final[tuple[str, ...]] = tuple(f"i{name}" for name in BLOCKING)
+#: The operations on Python objects (the lowercase collectives), blocking only.
+OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
+    "bcast_object",
+    "gather_object",
+    "scatter_object",
+    "allgather_object",
+    "alltoall_object",
+    "reduce_object",
+    "allreduce_object",
+    "scan_object",
+    "exscan_object",
+)
 #: Every operation a module may implement.
-OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING
+OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS
+
+# -- the signature of every operation, as a module implements it and the table holds it ----------
+# (``comm`` first; a nonblocking operation returns the request the API wraps).
+
+Barrier = Callable[["CollComm"], None]
+Ibarrier = Callable[["CollComm"], "CoreRequest"]
+Bcast = Callable[["CollComm", "BufferSpec", int], None]
+Ibcast = Callable[["CollComm", "BufferSpec", int], "CoreRequest"]
+#: gather and gatherv: the receive blocks at the root, None elsewhere.
+Gather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec | None", int], None]
+Igather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec | None", int], "CoreRequest"]
+#: scatter and scatterv: the send blocks at the root, None elsewhere.
+Scatter = Callable[["CollComm", "VectorBufferSpec | None", "BufferSpec", int], None]
+Iscatter = Callable[["CollComm", "VectorBufferSpec | None", "BufferSpec", int], "CoreRequest"]
+#: allgather and allgatherv.
+Allgather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec"], None]
+Iallgather = Callable[["CollComm", "BufferSpec", "VectorBufferSpec"], "CoreRequest"]
+#: alltoall and alltoallv.
+Alltoall = Callable[["CollComm", "VectorBufferSpec", "VectorBufferSpec"], None]
+Ialltoall = Callable[["CollComm", "VectorBufferSpec", "VectorBufferSpec"], "CoreRequest"]
+Alltoallw = Callable[["CollComm", "tuple[BufferSpec, ...] | None", "tuple[BufferSpec, ...]"], None]
+Ialltoallw = Callable[
+    ["CollComm", "tuple[BufferSpec, ...] | None", "tuple[BufferSpec, ...]"], "CoreRequest"
+]
+Reduce = Callable[["CollComm", "BufferSpec", "BufferSpec | None", "Op", int], None]
+Ireduce = Callable[["CollComm", "BufferSpec", "BufferSpec | None", "Op", int], "CoreRequest"]
+#: allreduce, reduce_scatter_block, scan and exscan.
+Allreduce = Callable[["CollComm", "BufferSpec", "BufferSpec", "Op"], None]
+Iallreduce = Callable[["CollComm", "BufferSpec", "BufferSpec", "Op"], "CoreRequest"]
+ReduceScatter = Callable[["CollComm", "BufferSpec", "BufferSpec", "tuple[int, ...]", "Op"], None]
+IreduceScatter = Callable[
+    ["CollComm", "BufferSpec", "BufferSpec", "tuple[int, ...]", "Op"], "CoreRequest"
+]
+
+#: How the object reductions combine two objects: ``op(lower ranks, higher ranks)``.
+Combine = Callable[[Any, Any], Any]
+#: The signature of each object operation, as the table holds it (``comm`` first).
+BcastObject = Callable[["CollComm", Any, int], Any]
+GatherObject = Callable[["CollComm", Any, int], "list[Any] | None"]
+ScatterObject = Callable[["CollComm", "Sequence[Any] | None", int], Any]
+AllgatherObject = Callable[["CollComm", Any], "list[Any]"]
+AlltoallObject = Callable[["CollComm", "Sequence[Any]"], "list[Any]"]
+ReduceObject = Callable[["CollComm", Any, Combine, int], Any]
+AllreduceObject = Callable[["CollComm", Any, Combine], Any]
+ScanObject = Callable[["CollComm", Any, Combine], Any]
+#: Operation name -> its signature (what :class:`~.base.table.CollTable` declares).
+SIGNATURES: Final[dict[str, Any]] = {
+    "barrier": Barrier,
+    "bcast": Bcast,
+    "gather": Gather,
+    "gatherv": Gather,
+    "scatter": Scatter,
+    "scatterv": Scatter,
+    "allgather": Allgather,
+    "allgatherv": Allgather,
+    "alltoall": Alltoall,
+    "alltoallv": Alltoall,
+    "alltoallw": Alltoallw,
+    "reduce": Reduce,
+    "allreduce": Allreduce,
+    "reduce_scatter_block": Allreduce,
+    "reduce_scatter": ReduceScatter,
+    "scan": Allreduce,
+    "exscan": Allreduce,
+    "ibarrier": Ibarrier,
+    "ibcast": Ibcast,
+    "igather": Igather,
+    "igatherv": Igather,
+    "iscatter": Iscatter,
+    "iscatterv": Iscatter,
+    "iallgather": Iallgather,
+    "iallgatherv": Iallgather,
+    "ialltoall": Ialltoall,
+    "ialltoallv": Ialltoall,
+    "ialltoallw": Ialltoallw,
+    "ireduce": Ireduce,
+    "iallreduce": Iallreduce,
+    "ireduce_scatter_block": Iallreduce,
+    "ireduce_scatter": IreduceScatter,
+    "iscan": Iallreduce,
+    "iexscan": Iallreduce,
+    "bcast_object": BcastObject,
+    "gather_object": GatherObject,
+    "scatter_object": ScatterObject,
+    "allgather_object": AllgatherObject,
+    "alltoall_object": AlltoallObject,
+    "reduce_object": ReduceObject,
+    "allreduce_object": AllreduceObject,
+    "scan_object": ScanObject,
+    "exscan_object": ScanObject,
+}
+
+
+class CollComm(PmlComm, Protocol):
+    """What a coll module sees of a communicator (the API's ``Communicator`` has this shape).
+
+    It is the PML's communicator (modules hand it to the PML) with what collectives add.
+
+    ``coll`` is the communicator's table (every operation refuses until selection built it),
+    ``instance``
+    the process instance (its op framework gives the reduction kernels).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def pml(self) -> PmlModule: ...
+    @property
+    def engine(self) -> ProgressEngine: ...
+    @property
+    def instance(self) -> Instance: ...
+    @property
+    def coll(self) -> CollTable: ...
 
 
 class CollModule:
@@ -141,7 +299,7 @@ class CollModule:
         return callable(getattr(self, operation, None))
 
 
-class CollComponent(Component):
+class CollComponent(Component[CollComm, CollModule]):
     """Base class of coll components: ``query(comm)`` offers a :class:`CollModule` or ``None``.
 
     The offer's priority should normally be :attr:`priority` (the user's
@@ -151,6 +309,6 @@ class CollComponent(Component):
     framework: ClassVar[str] = "coll"
     interface_version: ClassVar[tuple[int, int]] = INTERFACE_VERSION
 
-    def query(self, context: Any) -> Offer[CollModule] | None:
+    def query(self, context: CollComm) -> Offer[CollModule] | None:
         """Offer a module for the communicator ``context``, or ``None`` to stay out of it."""
         return None

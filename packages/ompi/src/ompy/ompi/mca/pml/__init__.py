@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from ompy.opal.mca import Cardinality, Framework
 
-from .interface import INTERFACE_VERSION, PmlComponent, PmlModule, SendMode
+from .interface import (
+    INTERFACE_VERSION,
+    PmlComm,
+    PmlComponent,
+    PmlMessage,
+    PmlModule,
+    PmlRequest,
+    ProbeStatus,
+    SendMode,
+    SizedRecvRequest,
+)
 
-framework = Framework(
+framework: Framework[PmlComponent] = Framework(
     "pml",
     "ompi",
     "point-to-point messaging: matching of messages to receives and the protocols that move them",
@@ -18,4 +28,15 @@ framework = Framework(
     cardinality=Cardinality.ONE,
 )
 
-__all__ = ["INTERFACE_VERSION", "PmlComponent", "PmlModule", "SendMode", "framework"]
+__all__ = [
+    "INTERFACE_VERSION",
+    "PmlComm",
+    "PmlComponent",
+    "PmlMessage",
+    "PmlModule",
+    "PmlRequest",
+    "ProbeStatus",
+    "SendMode",
+    "SizedRecvRequest",
+    "framework",
+]

@@ -14,6 +14,7 @@ import attrs
 from ompy.opal.mca.btl import BtlContext
 from ompy.opal.mca.params import Registry
 from ompy.opal.proc import Proc
+from ompy.opal.progress import ProgressEngine
 
 
 def _procs_by_rank(_instance: object, _attribute: attrs.Attribute, procs: list[Proc]) -> None:
@@ -37,6 +38,6 @@ class PmlContext:
     registry: Registry
 
     @property
-    def progress(self):
+    def progress(self) -> ProgressEngine:
         """The progress engine every blocking wait of this process runs."""
         return self.btl_context.progress

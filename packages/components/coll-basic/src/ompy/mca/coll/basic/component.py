@@ -4,7 +4,8 @@ Like Open MPI's ``coll/basic``, it is the fallback under every other coll compon
 every intra-communicator at a low priority, so a faster component wins whatever it implements
 and ``basic`` serves the rest.  Each algorithm is written once, as a schedule
 (:mod:`.rooted`, :mod:`.everyone`); the blocking method runs it in the caller and the
-nonblocking one starts it on the progress engine.
+nonblocking one starts it on the progress engine.  The object operations (:mod:`.objects`)
+move Python objects point to point.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ompy.ompi.mca.coll import CollComponent, CollModule
 from ompy.ompi.mca.coll.base import run_schedule, start_schedule
 from ompy.opal.mca import Offer
 
-from . import __version__, everyone, rooted
+from . import __version__, everyone, objects, rooted
 
 
 def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
@@ -66,6 +67,17 @@ class BasicCollModule(CollModule):
     iscan = _nonblocking(everyone.scan)
     exscan = _blocking(everyone.exscan)
     iexscan = _nonblocking(everyone.exscan)
+    # Python objects (the lowercase collectives), point to point through the codec; the
+    # functions themselves (no per-communicator state), so the table calls them directly
+    bcast_object = staticmethod(objects.bcast)
+    gather_object = staticmethod(objects.gather)
+    scatter_object = staticmethod(objects.scatter)
+    allgather_object = staticmethod(objects.allgather)
+    alltoall_object = staticmethod(objects.alltoall)
+    reduce_object = staticmethod(objects.reduce)
+    allreduce_object = staticmethod(objects.allreduce)
+    scan_object = staticmethod(objects.scan)
+    exscan_object = staticmethod(objects.exscan)
 
 
 class BasicCollComponent(CollComponent):

@@ -19,17 +19,20 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from ompy.ompi.constants import ANY_SOURCE
+from ompy.ompi.datatype.buffer import BufferSpec
 from ompy.ompi.errors import ERR_COMM, ERR_INTERN, ERR_OTHER, ERR_RANK
 from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.bml import BmlEndpoint
 from ompy.ompi.mca.bml.base import SelectedBml
-from ompy.ompi.mca.pml import PmlModule, SendMode
+from ompy.ompi.mca.pml import PmlMessage, PmlModule, SendMode
 from ompy.ompi.mca.pml.context import PmlContext
 from ompy.opal import output
 from ompy.opal.mca.btl import BtlError
+from ompy.opal.proc import Proc
 
 from .cancel import CancelSide
 from .comm import CommState
@@ -116,7 +119,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
 
     # -- processes and communicators --------------------------------------------------------
 
-    def add_procs(self, procs: list[Any]) -> None:
+    def add_procs(self, procs: Sequence[Proc]) -> None:
         """Make ``procs`` reachable; ``procs[i]`` need not be world rank ``i`` (keyed by rank)."""
         for proc, endpoint in zip(procs, self.bml.add_procs(procs), strict=True):
             self._peers[proc.rank] = endpoint
@@ -125,7 +128,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         if self.log.isEnabledFor(logging.INFO):
             self.log.info("%s", ", ".join(repr(self._peers[proc.rank]) for proc in procs))
 
-    def del_procs(self, procs: list[Any]) -> None:
+    def del_procs(self, procs: Sequence[Proc]) -> None:
         self.bml.del_procs(procs)
         for proc in procs:
             self._peers.pop(proc.rank, None)
@@ -310,7 +313,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             message = state.matching.mprobe(source, tag)
         return message
 
-    def imrecv(self, spec: Any, message: Message) -> RecvRequest:
+    def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> RecvRequest:
         """Receive a message ``improbe`` took; ``spec`` None: a buffer of the message's size."""
         if not isinstance(message, Message):
             raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")

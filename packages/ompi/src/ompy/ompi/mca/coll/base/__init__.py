@@ -40,9 +40,10 @@ from .helpers import (
     send,
     subtree_size,
 )
+from .objects import copy_object, encode_object, receive, recv_object, send_object, wait_all
 from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
 from .select import CollSelection, comm_select, comm_unselect
-from .table import CollTable, Provider, build_table
+from .table import CollTable, Provider, build_table, unselected_table
 from .tags import FIRST_TAG, LAST_TAG, TAGS, claim_tag, next_tag
 
 __all__ = [
@@ -64,13 +65,20 @@ __all__ = [
     "comm_select",
     "comm_unselect",
     "copy",
+    "copy_object",
+    "encode_object",
     "in_flight",
     "next_tag",
+    "receive",
     "recv",
+    "recv_object",
     "region",
     "run_schedule",
     "scratch",
     "send",
+    "send_object",
     "start_schedule",
     "subtree_size",
+    "unselected_table",
+    "wait_all",
 ]

@@ -96,9 +96,7 @@ class CollSelection:
 
     def comm_unselect(self, comm: Any) -> None:
         """Disable the modules of ``comm``'s table (the communicator is being freed)."""
-        table: CollTable | None = comm.coll
-        if table is None:
-            return
+        table: CollTable = comm.coll
         self._selected.pop(id(comm), None)
         modules, table.modules = table.modules, []
         for _name, module in reversed(modules):

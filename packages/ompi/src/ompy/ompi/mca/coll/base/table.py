@@ -21,7 +21,39 @@ import attrs
 
 from ....errors import ERR_UNSUPPORTED_OPERATION
 from ....errors import Exception as MPIException
-from ..interface import BLOCKING, OPERATIONS, CollModule
+from ..interface import (
+    BLOCKING,
+    OPERATIONS,
+    Allgather,
+    AllgatherObject,
+    Allreduce,
+    AllreduceObject,
+    Alltoall,
+    AlltoallObject,
+    Alltoallw,
+    Barrier,
+    Bcast,
+    BcastObject,
+    CollModule,
+    Gather,
+    GatherObject,
+    Iallgather,
+    Iallreduce,
+    Ialltoall,
+    Ialltoallw,
+    Ibarrier,
+    Ibcast,
+    Igather,
+    Ireduce,
+    IreduceScatter,
+    Iscatter,
+    Reduce,
+    ReduceObject,
+    ReduceScatter,
+    ScanObject,
+    Scatter,
+    ScatterObject,
+)
 
 
 @attrs.define(eq=False)
@@ -37,6 +69,52 @@ class Provider:
 
 class CollTable:
     """The collective operations of one communicator (attributes named after the operations)."""
+
+    # Every operation, typed with the interface's signatures (build_table sets each one of
+    # OPERATIONS as an attribute).
+    barrier: Barrier
+    bcast: Bcast
+    gather: Gather
+    gatherv: Gather
+    scatter: Scatter
+    scatterv: Scatter
+    allgather: Allgather
+    allgatherv: Allgather
+    alltoall: Alltoall
+    alltoallv: Alltoall
+    alltoallw: Alltoallw
+    reduce: Reduce
+    allreduce: Allreduce
+    reduce_scatter_block: Allreduce
+    reduce_scatter: ReduceScatter
+    scan: Allreduce
+    exscan: Allreduce
+    ibarrier: Ibarrier
+    ibcast: Ibcast
+    igather: Igather
+    igatherv: Igather
+    iscatter: Iscatter
+    iscatterv: Iscatter
+    iallgather: Iallgather
+    iallgatherv: Iallgather
+    ialltoall: Ialltoall
+    ialltoallv: Ialltoall
+    ialltoallw: Ialltoallw
+    ireduce: Ireduce
+    iallreduce: Iallreduce
+    ireduce_scatter_block: Iallreduce
+    ireduce_scatter: IreduceScatter
+    iscan: Iallreduce
+    iexscan: Iallreduce
+    bcast_object: BcastObject
+    gather_object: GatherObject
+    scatter_object: ScatterObject
+    allgather_object: AllgatherObject
+    alltoall_object: AlltoallObject
+    reduce_object: ReduceObject
+    allreduce_object: AllreduceObject
+    scan_object: ScanObject
+    exscan_object: ScanObject
 
     def __init__(self, modules: list[tuple[str, CollModule]]) -> None:
         #: (component name, module) of every module serving some operation, best first.
@@ -101,6 +179,29 @@ def build_table(
             function = getattr(found.module, operation)
         setattr(table, operation, function)
     return table, used
+
+
+class _UnselectedTable(CollTable):
+    """A table no selection filled: each operation, looked up, is one that refuses to run.
+
+    Every communicator holds one from construction until ``create`` selects its real table (a
+    communicator used only by the library itself, such as the rendezvous channel, keeps it),
+    so ``comm.coll`` is always a table; making it costs no more than an empty table.
+    """
+
+    def __init__(self, comm_name: str) -> None:
+        super().__init__([])
+        self._comm_name = comm_name
+
+    def __getattr__(self, operation: str) -> Callable[..., Any]:
+        if operation not in OPERATIONS:
+            raise AttributeError(operation)
+        return _unsupported(operation, self._comm_name, "none (no selection was made)")
+
+
+def unselected_table(comm_name: str) -> CollTable:
+    """The table of a communicator before (or without) selection: every operation refuses."""
+    return _UnselectedTable(comm_name)
 
 
 def _wait_on(start: Callable[..., Any]) -> Callable[..., None]:

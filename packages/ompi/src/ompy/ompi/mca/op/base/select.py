@@ -126,13 +126,13 @@ class OpSelection:
                 "accumulate operations; MPI allows only predefined operations there",
             )
         else:  # cached on the operation, which Free empties: never in the hot-path cache
-            found = operation.kernels.get(datatype._layout)
-            if found is None:
+            cached = operation.kernels.get(datatype._layout)
+            if cached is None:
                 assert operation.function is not None, "an intrinsic or a function"
-                found = operation.kernels[datatype._layout] = user_kernel(
+                cached = operation.kernels[datatype._layout] = user_kernel(
                     operation.function, datatype
                 )
-            return found
+            return cached
         cache = self._accumulate_kernels if accumulate else self._kernels
         cache[operation, datatype._layout] = found
         return found

@@ -1,22 +1,46 @@
-"""Starting, waiting for and reporting point-to-point operations: the API's side of the PML.
+"""Starting, waiting for and reporting point-to-point transfers: the API's side of the PML.
 
 The PML returns request objects with ``complete``, ``cancelled``, ``source``, ``tag``, ``count``
-(bytes), ``error`` and ``exception``.  Everything here works on that shape, so composite
-operations (pickled messages, which are several PML messages) plug into the same waits.
+(bytes), ``error`` and ``exception`` (:class:`~ompy.ompi.mca.pml.PmlRequest`).  Everything
+here reads only that shape (:class:`Outcome`), so composite operations (pickled messages, which
+are several PML messages) plug into the same waits.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 from ..completion import CoreRequest
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import BufferSpec
 from ..errors import SUCCESS
-from ..mca.pml.interface import SendMode
+from ..mca.pml.interface import PmlRequest, SendMode
 from ..status import Status
 from .bsend import buffer_pool
 from .communicator import Communicator
+
+
+class Outcome(Protocol):
+    """What a wait reads off an operation: done flag, status fields, error (read-only).
+
+    PML requests have this shape, and so do the API's composite operations.
+    """
+
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def cancelled(self) -> bool: ...
+    @property
+    def source(self) -> int: ...
+    @property
+    def tag(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def error(self) -> int: ...
+    @property
+    def exception(self) -> BaseException | None: ...
+
 
 STANDARD = SendMode.STANDARD
 BUFFERED = SendMode.BUFFERED
@@ -40,14 +64,14 @@ def proc_null_request() -> CoreRequest:
 
 def start_send(
     comm: Communicator, spec: BufferSpec, dest: int, tag: int, mode: SendMode, *, call: str
-) -> Any:
+) -> PmlRequest:
     """Start a send of ``spec`` (already checked); buffered sends copy and complete at once."""
     if mode is BUFFERED:
         return start_bsend(comm, spec, dest, tag, call)
     return comm.pml.isend(spec, dest, tag, comm, mode)
 
 
-def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call: str) -> Any:
+def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call: str) -> PmlRequest:
     """Copy into the attached buffer, send the copy, release its space once it is sent."""
     pool = buffer_pool(comm)
     copy, reservation = pool.copy_in(spec, call)
@@ -61,7 +85,7 @@ def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call:
     else:
         previous = inner.on_complete
 
-        def release(request: Any) -> None:
+        def release(request: CoreRequest) -> None:
             if previous is not None:
                 previous(request)
             pool.release(reservation)
@@ -70,19 +94,19 @@ def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call:
     return done_request()
 
 
-def wait(comm: Communicator, request: Any) -> None:
+def wait(comm: Communicator, request: Outcome) -> None:
     """Progress until ``request`` completes."""
     if not request.complete:
         comm.engine.wait_until(lambda: request.complete)
 
 
-def raise_if_failed(request: Any) -> None:
+def raise_if_failed(request: Outcome) -> None:
     exception = request.exception
     if exception is not None:
         raise exception
 
 
-def fill_status(status: Status | None, request: Any) -> None:
+def fill_status(status: Status | None, request: Outcome) -> None:
     """Copy a completed request's source, tag, error, byte count and cancel flag."""
     if status is None:
         return
