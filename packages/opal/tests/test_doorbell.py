@@ -64,3 +64,18 @@ def test_a_session_directory_too_deep_for_a_socket_path_still_works(private):
         bell.close()
         ringer.close()
     assert list(deep.iterdir()) == []
+
+
+def test_the_socket_is_private_and_the_process_umask_is_never_touched(private, monkeypatch):
+    """The umask is process-wide: changing it for a moment would give another thread's new
+    files and directories that mode (a session directory created 0600 was seen)."""
+
+    def no_umask(_mask: int) -> int:
+        raise AssertionError("the doorbell changed the process umask")
+
+    monkeypatch.setattr(os, "umask", no_umask)
+    bell = Doorbell("umask", private)
+    try:
+        assert os.stat(bell.address).st_mode & 0o777 == 0o600
+    finally:
+        bell.close()

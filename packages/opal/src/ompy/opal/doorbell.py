@@ -87,11 +87,12 @@ class Doorbell:
         self._paths = _Directories()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
         try:
-            old = os.umask(0o177)  # the socket file itself: 0600, whatever the process umask
-            try:
-                self.sock.bind(self._paths.short(self.address))
-            finally:
-                os.umask(old)
+            # The private directory (0700, ours: checked above) is what keeps other users
+            # out; the socket's own mode is narrowed too, but never through the umask, which
+            # is process-wide (another thread creating a file meanwhile would get it).
+            bound = self._paths.short(self.address)
+            self.sock.bind(bound)
+            os.chmod(bound, 0o600)
         except OSError as error:
             self.sock.close()
             self._paths.close()
