@@ -43,7 +43,6 @@ from ompy.opal.mca.btl import (
     BtlModule,
     BtlPeerError,
     Descriptor,
-    DescriptorFlags,
     Endpoint,
     MemHandle,
     ModuleAttributes,
@@ -66,8 +65,6 @@ _DATA = wire.KIND_DATA
 _GET_FRAME = wire.FRAME.pack(wire.GET_REQUEST.size, wire.KIND_GET, 0)
 _GET_REQUEST_PACK = wire.GET_REQUEST.pack
 _REPLY_HEADER_SIZE = _FRAME_SIZE + wire.GET_REPLY.size
-_OWNERSHIP = DescriptorFlags.OWNERSHIP
-_ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 #: ``accept`` errors that mean "out of descriptors or memory": pause the listener, do not spin.
 _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 #: The first pause of a listener after such an error, and the longest (seconds).
@@ -263,12 +260,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
                 conn.lost(f"sending to rank {endpoint.proc.rank} failed: {error}")
                 raise self._unreachable(endpoint) from error
             if sent == length + _FRAME_SIZE:
-                flags = descriptor.flags
-                if flags & _ALWAYS_CALLBACK and descriptor.completion is not None:
-                    descriptor.completion(self, endpoint, descriptor, None)
-                if flags & _OWNERSHIP:
-                    self.free(descriptor)
-                return True
+                return self.sent_at_once(endpoint, descriptor)
             _skip(buffers, sent)
             queue.append([buffers, descriptor])
             conn.want_write()
@@ -310,12 +302,8 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
 
     def completed(self, endpoint: TcpEndpoint, descriptor: Descriptor | None) -> None:
         """A queued entry left completely: run the callback, return an owned descriptor."""
-        if descriptor is None:
-            return
-        if descriptor.completion is not None:
-            descriptor.completion(self, endpoint, descriptor, None)
-        if descriptor.flags & _OWNERSHIP:
-            self.free(descriptor)
+        if descriptor is not None:
+            self.send_finished(endpoint, descriptor)
 
     def _unreachable(self, endpoint: TcpEndpoint) -> BtlPeerError:
         if endpoint.error is not None:
@@ -649,10 +637,8 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         queued = list(endpoint.queue)
         endpoint.queue.clear()
         for _buffers, descriptor in queued:
-            if descriptor is not None and descriptor.completion is not None:
-                descriptor.completion(self, endpoint, descriptor, error)
-            if descriptor is not None and descriptor.flags & _OWNERSHIP:
-                self.free(descriptor)
+            if descriptor is not None:
+                self.send_finished(endpoint, descriptor, error)
         return len(queued)
 
     # -- teardown ---------------------------------------------------------------------------
