@@ -51,7 +51,7 @@ from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
 from . import wire
-from .connection import CLOSED, CONNECTING, OPEN, Connection
+from .connection import CLOSED, CONNECTING, OPEN, Connection, drop_sent
 from .interfaces import Interface
 from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
@@ -249,27 +249,8 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         else:
             length = sum(len(segment) for segment in segments)
             buffers = [_FRAME_PACK(length, _DATA, tag), *segments]
-        conn = endpoint.conn
-        queue = endpoint.queue
-        if conn is not None and not queue:
-            try:
-                sent = conn.sock.sendmsg(buffers)
-            except BlockingIOError:
-                sent = 0
-            except OSError as error:
-                conn.lost(f"sending to rank {endpoint.proc.rank} failed: {error}")
-                raise self._unreachable(endpoint) from error
-            if sent == length + _FRAME_SIZE:
-                return self.sent_at_once(endpoint, descriptor)
-            _skip(buffers, sent)
-            queue.append([buffers, descriptor])
-            conn.want_write()
-            return False
-        if endpoint.error is not None or endpoint.closed:
-            raise self._unreachable(endpoint)
-        queue.append([buffers, descriptor])
-        if conn is None:
-            self._connect(endpoint)
+        if self._transmit(endpoint, buffers, length + _FRAME_SIZE, descriptor):
+            return self.sent_at_once(endpoint, descriptor)
         return False
 
     def sendi(
@@ -295,7 +276,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             # Part of the frame is on the wire: the rest must follow, so keep a copy of the rest
             # (only of the rest: the caller may reuse its memory once sendi returned True).
             buffers = [frame, header, payload]
-            _skip(buffers, sent)
+            drop_sent(buffers, sent)
             endpoint.queue.append([[bytes(buffer) for buffer in buffers], None])
             conn.want_write()
         return True
@@ -320,6 +301,17 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
 
         ``buffers`` are sent without a copy, so they must stay unchanged until they left.
         """
+        self._transmit(endpoint, buffers, sum(len(buffer) for buffer in buffers), None)
+
+    def _transmit(
+        self, endpoint: TcpEndpoint, buffers: list, nbytes: int, descriptor: Descriptor | None
+    ) -> bool:
+        """Send a frame's ``buffers`` (``nbytes`` in all) now, or queue what the socket left.
+
+        True when all of it is on its way; otherwise the queue holds the rest (with
+        ``descriptor``, completed once it leaves) and the connection is asked to drain it, or
+        to be made first.
+        """
         conn = endpoint.conn
         queue = endpoint.queue
         if conn is not None and not queue:
@@ -330,17 +322,18 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             except OSError as error:
                 conn.lost(f"sending to rank {endpoint.proc.rank} failed: {error}")
                 raise self._unreachable(endpoint) from error
-            if sent == sum(len(buffer) for buffer in buffers):
-                return
-            _skip(buffers, sent)
-            queue.append([buffers, None])
+            if sent == nbytes:
+                return True
+            drop_sent(buffers, sent)
+            queue.append([buffers, descriptor])
             conn.want_write()
-            return
+            return False
         if endpoint.error is not None or endpoint.closed:
             raise self._unreachable(endpoint)
-        queue.append([buffers, None])
+        queue.append([buffers, descriptor])
         if conn is None:
             self._connect(endpoint)
+        return False
 
     # -- RDMA get ---------------------------------------------------------------------------
 
@@ -735,15 +728,3 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
                 handler = handlers.get(fd)
                 if handler is not None:
                     handler(mask)
-
-
-def _skip(buffers: list, count: int) -> None:
-    """Drop the first ``count`` bytes of a buffer list (after a partial write)."""
-    while count:
-        size = len(buffers[0])
-        if count >= size:
-            count -= size
-            del buffers[0]
-        else:
-            buffers[0] = memoryview(buffers[0])[count:]
-            count = 0
