@@ -274,13 +274,6 @@ class CommErrhandlers(ErrhandlerMixin):
     _errhandler_kind = "comm"
     _c: Communicator | None  # provided by Comm
 
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
-
-    @classmethod
-    def _of(cls, communicator: Communicator | None) -> Self:  # provided by Comm
-        raise NotImplementedError
-
     def _errhandler_holder_or_none(self) -> Communicator | None:
         c = self._c
         return None if c is None or c.freed else c
@@ -298,13 +291,6 @@ class SessionErrhandlers(ErrhandlerMixin):
     __slots__ = ()
     _errhandler_kind = "session"
     _s: SessionState | None  # provided by Session
-
-    def _live(self, call: str) -> SessionState:  # provided by Session
-        raise NotImplementedError
-
-    @classmethod
-    def _of(cls, state: SessionState) -> Self:  # provided by Session
-        raise NotImplementedError
 
     def _errhandler_holder_or_none(self) -> SessionState | None:
         state = self._s
