@@ -106,6 +106,23 @@ class Handle:
     def __bool__(self) -> bool:
         return self._referent() is not None
 
+    # -- handles lent to user callbacks -----------------------------------------------------------
+
+    @classmethod
+    def _lend(cls, referent: object) -> tuple[Callable[[], Self], Callable[[Handle], None]]:
+        """A maker of handles to ``referent`` for user callbacks, and what nulls one afterwards.
+
+        A callback may keep the handle it was given; nulled once the call is over, it no longer
+        reaches the object (which may be on its way to being freed).
+        """
+
+        def make() -> Self:
+            handle = cls.__new__(cls)
+            object.__setattr__(handle, cls._referent_slot, referent)
+            return handle
+
+        return make, _null_referent
+
     # -- predefined objects ----------------------------------------------------------------------
 
     def _constant(self) -> bool:
@@ -226,6 +243,10 @@ class Handle:
     def _free(self) -> None:
         """What ``free()`` does to a handle of a live user object (each class says)."""
         raise NotImplementedError
+
+
+def _null_referent(handle: Handle) -> None:
+    object.__setattr__(handle, handle._referent_slot, None)
 
 
 def _slots(cls: type) -> list[str]:
