@@ -121,7 +121,11 @@ class Handle:
             object.__setattr__(handle, cls._referent_slot, referent)
             return handle
 
-        return make, _null_referent
+        return make, Handle._forget
+
+    def _forget(self) -> None:
+        """Null this handle: it refers to nothing from now on (a lent handle, after the call)."""
+        object.__setattr__(self, self._referent_slot, None)
 
     # -- predefined objects ----------------------------------------------------------------------
 
@@ -243,10 +247,6 @@ class Handle:
     def _free(self) -> None:
         """What ``free()`` does to a handle of a live user object (each class says)."""
         raise NotImplementedError
-
-
-def _null_referent(handle: Handle) -> None:
-    object.__setattr__(handle, handle._referent_slot, None)
 
 
 def _slots(cls: type) -> list[str]:

@@ -184,9 +184,9 @@ class ErrhandlerDispatch:
         """A fresh handle on ``holder`` for a user function."""
         raise NotImplementedError
 
-    def _errhandler_forget(self, handle: Any) -> None:
+    def _errhandler_forget(self, handle: Handle) -> None:
         """Turn a handle made by :meth:`_errhandler_view` null."""
-        raise NotImplementedError
+        handle._forget()
 
     def _errhandler_raise(self, error: MPIException, call: str) -> None:
         """Run the holder's handler for ``error`` on its way out of ``call`` (then re-raised)."""
@@ -281,9 +281,6 @@ class CommErrhandlers(ErrhandlerMixin):
     def _errhandler_describe(self, holder: Communicator) -> str:
         return f"{holder.name} (rank {holder.rank} of {holder.size})"
 
-    def _errhandler_forget(self, handle: Any) -> None:
-        handle._c = None
-
 
 class SessionErrhandlers(ErrhandlerMixin):
     """Error handlers of ``Session``: the handler lives on the session's state."""
@@ -298,9 +295,6 @@ class SessionErrhandlers(ErrhandlerMixin):
 
     def _errhandler_describe(self, holder: SessionState) -> str:
         return f"a session of rank {holder.instance.world_rank}"
-
-    def _errhandler_forget(self, handle: Any) -> None:
-        handle._s = None
 
 
 class RequestErrhandlers(ErrhandlerDispatch):
@@ -335,9 +329,6 @@ class RequestErrhandlers(ErrhandlerDispatch):
         from .comm import Intracomm  # the communicator module imports the request module
 
         return Intracomm._of(holder)
-
-    def _errhandler_forget(self, handle: Any) -> None:
-        handle._c = None
 
 
 def _self_communicator(instance: object) -> Communicator | None:
