@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ompy.orte.cli.main import _exit_status
+from ompy.orte.launcher.forkserver.rankmain import exit_status
 
 CONSOLE = "import sys; sys.argv[0] = 'ompy'; from ompy.orte.cli.main import console; console()"
 
@@ -26,11 +26,11 @@ def ompy(*args: str) -> subprocess.CompletedProcess:
     ("code", "status"), [(None, 0), (0, 0), (3, 3), (130, 130), (256, 0), (-1, 255)]
 )
 def test_exit_status_is_what_sys_exit_would_give(code, status):
-    assert _exit_status(code) == status
+    assert exit_status(SystemExit(code)) == status
 
 
 def test_a_message_as_exit_code_is_printed_and_gives_1(capsys):
-    assert _exit_status("cannot go on") == 1
+    assert exit_status(SystemExit("cannot go on")) == 1
     assert capsys.readouterr().err == "cannot go on\n"
 
 

@@ -48,21 +48,19 @@ def sm_rank(rank: int, directory: str, jobid: str, results) -> None:  # noqa: PL
     handle = module.register_mem(memoryview(big))
     sendi(peer, b"", memoryview(handle.pack()), TAG_USR)
     remote = MemHandle.unpack(recv())
-    for _ in range(100):  # warm up
-        if rank == 0:
-            sendi(peer, b"", ping, TAG_USR)
-            recv()
-        else:
-            recv()
-            sendi(peer, b"", ping, TAG_USR)
+
+    def pingpong(rounds: int) -> None:
+        for _ in range(rounds):
+            if rank == 0:
+                sendi(peer, b"", ping, TAG_USR)
+                recv()
+            else:
+                recv()
+                sendi(peer, b"", ping, TAG_USR)
+
+    pingpong(100)  # warm up
     start = time.perf_counter()
-    for _ in range(ROUNDS):
-        if rank == 0:
-            sendi(peer, b"", ping, TAG_USR)
-            recv()
-        else:
-            recv()
-            sendi(peer, b"", ping, TAG_USR)
+    pingpong(ROUNDS)
     latency = (time.perf_counter() - start) / ROUNDS / 2
     if rank == 0:
         target = memoryview(np.empty(BIG, dtype=np.uint8))

@@ -106,6 +106,27 @@ class Handle:
     def __bool__(self) -> bool:
         return self._referent() is not None
 
+    # -- handles lent to user callbacks -----------------------------------------------------------
+
+    @classmethod
+    def _lend(cls, referent: object) -> tuple[Callable[[], Self], Callable[[Handle], None]]:
+        """A maker of handles to ``referent`` for user callbacks, and what nulls one afterwards.
+
+        A callback may keep the handle it was given; nulled once the call is over, it no longer
+        reaches the object (which may be on its way to being freed).
+        """
+
+        def make() -> Self:
+            handle = cls.__new__(cls)
+            object.__setattr__(handle, cls._referent_slot, referent)
+            return handle
+
+        return make, Handle._forget
+
+    def _forget(self) -> None:
+        """Null this handle: it refers to nothing from now on (a lent handle, after the call)."""
+        object.__setattr__(self, self._referent_slot, None)
+
     # -- predefined objects ----------------------------------------------------------------------
 
     def _constant(self) -> bool:

@@ -64,13 +64,7 @@ def callback_handle(communicator: Communicator) -> tuple[Any, Any]:
     """A temporary handle to ``communicator`` for callbacks, and what nulls it afterwards."""
     from .comm import Intracomm  # the handle classes build on this module
 
-    def make() -> Any:
-        return Intracomm._of(communicator)
-
-    def release(handle: Any) -> None:
-        handle._c = None
-
-    return make, release
+    return Intracomm._lend(communicator)
 
 
 def install_predefined(world: Communicator) -> None:

@@ -20,7 +20,7 @@ attaches one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..instance import Instance, current
 from .bsend import BsendPool
@@ -33,68 +33,69 @@ if TYPE_CHECKING:
 __all__ = ["CommBuffering", "Flush_buffer", "Iflush_buffer", "SessionBuffering"]
 
 
-class CommBuffering:
+class _OwnerBuffering:
+    """The buffer calls of an owner of a pool: a communicator, or a session's state.
+
+    ``_live`` (provided by the handle class) gives the owner, whose ``bsend`` is its pool
+    (``None`` until it attaches one) and ``instance`` the MPI instance it belongs to.
+    """
+
+    __slots__ = ()
+
+    #: The class the calls are named after in errors ("Comm.Attach_buffer").
+    _buffer_owner: ClassVar[str]
+
+    def _live(self, call: str) -> Any:  # provided by the handle class
+        raise NotImplementedError
+
+    def _flush_anchor(self, owner: Any) -> Communicator:
+        """The communicator whose progress engine an ``Iflush_buffer`` request waits with."""
+        raise NotImplementedError
+
+    def Attach_buffer(self, buf: Any) -> None:
+        """Attach a user-provided buffer for sending in buffered mode."""
+        owner = self._live(f"{self._buffer_owner}.Attach_buffer")
+        if owner.bsend is None:
+            owner.bsend = BsendPool(owner.instance.bsend)
+        owner.bsend.attach(buf)
+
+    def Detach_buffer(self) -> Any:
+        """Remove an existing attached buffer."""
+        call = f"{self._buffer_owner}.Detach_buffer"
+        owner = self._live(call)
+        return _detach(owner.instance, owner.bsend, call)
+
+    def Flush_buffer(self) -> None:
+        """Block until all buffered messages have been transmitted."""
+        owner = self._live(f"{self._buffer_owner}.Flush_buffer")
+        _flush(owner.instance, owner.bsend)
+
+    def Iflush_buffer(self) -> Request:
+        """Nonblocking flush for buffered messages."""
+        owner = self._live(f"{self._buffer_owner}.Iflush_buffer")
+        return _iflush(owner.bsend, self._flush_anchor(owner))
+
+
+class CommBuffering(_OwnerBuffering):
     """The buffered-send buffer calls of :class:`~.comm.Comm` (``_live`` gives the
     communicator)."""
 
     __slots__ = ()
+    _buffer_owner = "Comm"
 
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
-
-    def Attach_buffer(self, buf: Any) -> None:
-        """Attach a user-provided buffer for sending in buffered mode."""
-        c = self._live("Comm.Attach_buffer")
-        if c.bsend is None:
-            c.bsend = BsendPool(c.instance.bsend)
-        c.bsend.attach(buf)
-
-    def Detach_buffer(self) -> Any:
-        """Remove an existing attached buffer."""
-        c = self._live("Comm.Detach_buffer")
-        return _detach(c.instance, c.bsend, "Comm.Detach_buffer")
-
-    def Flush_buffer(self) -> None:
-        """Block until all buffered messages have been transmitted."""
-        c = self._live("Comm.Flush_buffer")
-        _flush(c.instance, c.bsend)
-
-    def Iflush_buffer(self) -> Request:
-        """Nonblocking flush for buffered messages."""
-        c = self._live("Comm.Iflush_buffer")
-        return _iflush(c.bsend, c)
+    def _flush_anchor(self, owner: Communicator) -> Communicator:
+        return owner
 
 
-class SessionBuffering:
+class SessionBuffering(_OwnerBuffering):
     """The buffered-send buffer calls of :class:`~.session.Session` (``_live`` gives its
     state)."""
 
     __slots__ = ()
+    _buffer_owner = "Session"
 
-    def _live(self, call: str) -> SessionState:  # provided by Session
-        raise NotImplementedError
-
-    def Attach_buffer(self, buf: Any) -> None:
-        """Attach a user-provided buffer for sending in buffered mode."""
-        state = self._live("Session.Attach_buffer")
-        if state.bsend is None:
-            state.bsend = BsendPool(state.instance.bsend)
-        state.bsend.attach(buf)
-
-    def Detach_buffer(self) -> Any:
-        """Remove an existing attached buffer."""
-        state = self._live("Session.Detach_buffer")
-        return _detach(state.instance, state.bsend, "Session.Detach_buffer")
-
-    def Flush_buffer(self) -> None:
-        """Block until all buffered messages have been transmitted."""
-        state = self._live("Session.Flush_buffer")
-        _flush(state.instance, state.bsend)
-
-    def Iflush_buffer(self) -> Request:
-        """Nonblocking flush for buffered messages."""
-        state = self._live("Session.Iflush_buffer")
-        return _iflush(state.bsend, _anchor(state.instance))
+    def _flush_anchor(self, owner: SessionState) -> Communicator:
+        return _anchor(owner.instance)
 
 
 # -- the process's buffer -------------------------------------------------------------------------

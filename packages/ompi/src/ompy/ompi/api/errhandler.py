@@ -184,9 +184,9 @@ class ErrhandlerDispatch:
         """A fresh handle on ``holder`` for a user function."""
         raise NotImplementedError
 
-    def _errhandler_forget(self, handle: Any) -> None:
+    def _errhandler_forget(self, handle: Handle) -> None:
         """Turn a handle made by :meth:`_errhandler_view` null."""
-        raise NotImplementedError
+        handle._forget()
 
     def _errhandler_raise(self, error: MPIException, call: str) -> None:
         """Run the holder's handler for ``error`` on its way out of ``call`` (then re-raised)."""
@@ -215,9 +215,19 @@ class ErrhandlerMixin(ErrhandlerDispatch):
     #: The kind user handlers must be created for (``Comm.Create_errhandler`` -> "comm").
     _errhandler_kind: ClassVar[str]
 
+    def _live(self, call: str) -> Any:  # provided by the handle class
+        raise NotImplementedError
+
+    @classmethod
+    def _of(cls, holder: Any) -> Self:  # provided by the handle class
+        raise NotImplementedError
+
     def _errhandler_holder(self, call: str) -> ErrhandlerHolder:
         """The live object behind the handle (raises if the handle is null)."""
-        raise NotImplementedError
+        return self._live(call)
+
+    def _errhandler_view(self, holder: Any) -> Self:
+        return type(self)._of(holder)
 
     # -- the calls -----------------------------------------------------------------------------
 
@@ -264,28 +274,12 @@ class CommErrhandlers(ErrhandlerMixin):
     _errhandler_kind = "comm"
     _c: Communicator | None  # provided by Comm
 
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
-
-    @classmethod
-    def _of(cls, communicator: Communicator | None) -> Self:  # provided by Comm
-        raise NotImplementedError
-
-    def _errhandler_holder(self, call: str) -> Communicator:
-        return self._live(call)
-
     def _errhandler_holder_or_none(self) -> Communicator | None:
         c = self._c
         return None if c is None or c.freed else c
 
     def _errhandler_describe(self, holder: Communicator) -> str:
         return f"{holder.name} (rank {holder.rank} of {holder.size})"
-
-    def _errhandler_view(self, holder: Communicator) -> Self:
-        return type(self)._of(holder)
-
-    def _errhandler_forget(self, handle: Any) -> None:
-        handle._c = None
 
 
 class SessionErrhandlers(ErrhandlerMixin):
@@ -295,28 +289,12 @@ class SessionErrhandlers(ErrhandlerMixin):
     _errhandler_kind = "session"
     _s: SessionState | None  # provided by Session
 
-    def _live(self, call: str) -> SessionState:  # provided by Session
-        raise NotImplementedError
-
-    @classmethod
-    def _of(cls, state: SessionState) -> Self:  # provided by Session
-        raise NotImplementedError
-
-    def _errhandler_holder(self, call: str) -> SessionState:
-        return self._live(call)
-
     def _errhandler_holder_or_none(self) -> SessionState | None:
         state = self._s
         return None if state is None or state.finalized else state
 
     def _errhandler_describe(self, holder: SessionState) -> str:
         return f"a session of rank {holder.instance.world_rank}"
-
-    def _errhandler_view(self, holder: SessionState) -> Self:
-        return type(self)._of(holder)
-
-    def _errhandler_forget(self, handle: Any) -> None:
-        handle._s = None
 
 
 class RequestErrhandlers(ErrhandlerDispatch):
@@ -351,9 +329,6 @@ class RequestErrhandlers(ErrhandlerDispatch):
         from .comm import Intracomm  # the communicator module imports the request module
 
         return Intracomm._of(holder)
-
-    def _errhandler_forget(self, handle: Any) -> None:
-        handle._c = None
 
 
 def _self_communicator(instance: object) -> Communicator | None:

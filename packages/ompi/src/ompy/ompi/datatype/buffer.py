@@ -300,12 +300,7 @@ def _count_and_displ(spec: Any) -> tuple[int | None, int]:
 
 
 def _count(value: Any) -> int:
-    try:
-        count = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"message: expecting an int count, not {type(value).__name__} {value!r}"
-        ) from None
+    count = _as_int(value, "count")
     if count < 0:
         raise MPIException(ERR_COUNT, f"message: the count must not be negative, got {count}")
     return count
@@ -314,15 +309,19 @@ def _count(value: Any) -> int:
 def _displacement(value: Any) -> int:
     if value is None:
         return 0
-    try:
-        displ = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"message: expecting an int displacement, not {type(value).__name__} {value!r}"
-        ) from None
+    displ = _as_int(value, "displacement")
     if displ < 0:
         raise ValueError(f"message: the displacement must not be negative, got {displ}")
     return displ
+
+
+def _as_int(value: Any, what: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"message: expecting an int {what}, not {type(value).__name__} {value!r}"
+        ) from None
 
 
 def _extent(datatype: Datatype) -> int:

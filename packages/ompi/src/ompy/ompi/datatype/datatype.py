@@ -116,7 +116,7 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
         return layout.attributes
 
     def _attr_handle(self) -> tuple[Any, Any]:
-        return _callback_handle(self.layout)
+        return Datatype._lend(self.layout)
 
     @property
     def layout(self) -> Layout:
@@ -257,10 +257,10 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
             table = process_keyvals()
             try:
                 layout.attributes.copy_to(
-                    copy.attributes, table, _callback_handle(layout), "Datatype.Dup"
+                    copy.attributes, table, Datatype._lend(layout), "Datatype.Dup"
                 )
             except BaseException:
-                copy.attributes.delete_all(table, _callback_handle(copy))
+                copy.attributes.delete_all(table, Datatype._lend(copy))
                 raise
         return type(self)._of(copy)
 
@@ -272,7 +272,7 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
                 ERR_TYPE, f"{layout.name} is a predefined datatype and cannot be freed"
             )
         if layout.attributes:
-            layout.attributes.delete_all(process_keyvals(), _callback_handle(layout))
+            layout.attributes.delete_all(process_keyvals(), Datatype._lend(layout))
         self._layout = None
 
     def _free(self) -> None:
@@ -308,18 +308,6 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
 def _duplicate(datatype: Datatype) -> Datatype:
     """A new duplicate of ``datatype`` (what a pickled duplicate becomes)."""
     return datatype.Dup()
-
-
-def _callback_handle(layout: Layout) -> tuple[Any, Any]:
-    """A temporary handle to ``layout`` for attribute callbacks, and what nulls it afterwards."""
-
-    def make() -> Datatype:
-        return Datatype._of(layout)
-
-    def release(handle: Datatype) -> None:
-        handle._layout = None
-
-    return make, release
 
 
 #: Longest name a datatype keeps, terminator included (``MPI_MAX_OBJECT_NAME``).

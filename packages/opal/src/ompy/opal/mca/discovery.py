@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from importlib.metadata import EntryPoint
 from typing import Any, cast
 
@@ -34,6 +35,20 @@ class LoadFailure:
     name: str
     target: str
     reason: str
+
+
+def _recorder(
+    failures: list[LoadFailure],
+) -> Callable[[ExtensionManager, EntryPoint, BaseException], None]:
+    """A stevedore ``on_load_failure_callback`` that appends each failure to ``failures``."""
+
+    def on_failure(
+        _manager: ExtensionManager, entry_point: EntryPoint, error: BaseException
+    ) -> None:
+        reason = f"{type(error).__name__}: {error}"
+        failures.append(LoadFailure(entry_point.name, entry_point.value, reason))
+
+    return on_failure
 
 
 def list_candidates(group: str) -> tuple[list[Candidate], list[LoadFailure]]:
@@ -65,18 +80,12 @@ def load_components(
     """Import the given components and check that they fit the framework's interface."""
     failures: list[LoadFailure] = []
 
-    def on_failure(
-        _manager: ExtensionManager, entry_point: EntryPoint, error: BaseException
-    ) -> None:
-        reason = f"{type(error).__name__}: {error}"
-        failures.append(LoadFailure(entry_point.name, entry_point.value, reason))
-
     if not candidates:
         return [], failures
     manager = NamedExtensionManager(
         framework.group,
         names=[candidate.name for candidate in candidates],
-        on_load_failure_callback=on_failure,
+        on_load_failure_callback=_recorder(failures),
         on_missing_entrypoints_callback=None,
     )
     loaded: list[type[ComponentT]] = []
@@ -139,13 +148,9 @@ def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Fram
     """
     found: list[LoadFailure] = []
 
-    def on_failure(
-        _manager: ExtensionManager, entry_point: EntryPoint, error: BaseException
-    ) -> None:
-        reason = f"{type(error).__name__}: {error}"
-        found.append(LoadFailure(entry_point.name, entry_point.value, reason))
-
-    manager = ExtensionManager(Framework.ENTRY_POINT_GROUP, on_load_failure_callback=on_failure)
+    manager = ExtensionManager(
+        Framework.ENTRY_POINT_GROUP, on_load_failure_callback=_recorder(found)
+    )
     frameworks: list[Framework[Any]] = []
     for extension in manager.extensions:
         if isinstance(extension.plugin, Framework):

@@ -15,6 +15,7 @@ import click
 from stevedore import NamedExtensionManager
 
 from ompy.opal.layer import installed_layers
+from ompy.orte.launcher.forkserver.rankmain import FLUSH_FAILED, exit_status
 
 COMMAND_GROUP = "ompy.cli"
 
@@ -82,20 +83,10 @@ def console() -> NoReturn:
         main()  # standalone mode: always ends with SystemExit
         code = 0
     except SystemExit as done:
-        code = _exit_status(done.code)
+        code = exit_status(done)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
-            code = code or 120  # output lost (closed pipe, full disk): 120, as Python says it
+            code = code or FLUSH_FAILED  # output lost (closed pipe, full disk), as Python says
     os._exit(code)
-
-
-def _exit_status(code: object) -> int:
-    """The status ``sys.exit(code)`` would give: None is 0, an int itself, anything else 1."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1

@@ -68,6 +68,11 @@ class DescriptorFlags(enum.IntFlag):
     ALWAYS_CALLBACK = 0x2
 
 
+# Plain ints for the completion tests below: ``IntFlag & IntFlag`` builds a new flag object
+# (about half a microsecond), ``int & int`` does not.
+_OWNERSHIP = int(DescriptorFlags.OWNERSHIP)
+_ALWAYS_CALLBACK = int(DescriptorFlags.ALWAYS_CALLBACK)
+
 #: ``callback(module, tag, payload)``: the payload view is valid only during the call.
 RecvCallback = Callable[["BtlModule[Any]", int, memoryview], None]
 #: ``callback(module, endpoint, descriptor, error)`` once a queued send completed or failed.
@@ -381,6 +386,30 @@ class BtlModule(abc.ABC, Generic[EndpointT]):
         descriptor.reset()
         if home is not None:
             home.put(descriptor)
+
+    def sent_at_once(self, endpoint: EndpointT, descriptor: Descriptor) -> bool:
+        """``send`` finished ``descriptor`` at once: tell the sender only if it asked, then free.
+
+        Returns True, ``send``'s answer for a descriptor that completed at once.
+        """
+        flags = int(descriptor.flags)
+        if flags & _ALWAYS_CALLBACK and descriptor.completion is not None:
+            descriptor.completion(self, endpoint, descriptor, None)
+        if flags & _OWNERSHIP:
+            self.free(descriptor)
+        return True
+
+    def send_finished(
+        self, endpoint: EndpointT, descriptor: Descriptor, error: BaseException | None = None
+    ) -> None:
+        """A queued ``descriptor`` left (or failed with ``error``): tell the sender, then free.
+
+        Unlike :meth:`sent_at_once` the callback always runs: the sender is waiting for it.
+        """
+        if descriptor.completion is not None:
+            descriptor.completion(self, endpoint, descriptor, error)
+        if int(descriptor.flags) & _OWNERSHIP:
+            self.free(descriptor)
 
     def prepare_src(
         self,

@@ -18,7 +18,6 @@ from ompy.opal.mca.btl import (
     BtlFlags,
     BtlModule,
     Descriptor,
-    DescriptorFlags,
     Endpoint,
     MemHandle,
     ModuleAttributes,
@@ -29,9 +28,6 @@ from ompy.opal.mca.params import ParamType
 from ompy.opal.proc import Proc
 
 from . import __version__
-
-_OWNERSHIP = DescriptorFlags.OWNERSHIP
-_ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 
 
 class SelfBtlModule(BtlModule[Endpoint]):
@@ -76,12 +72,7 @@ class SelfBtlModule(BtlModule[Endpoint]):
             callback(self, tag, view)
         finally:
             self._depth -= 1
-        flags = descriptor.flags
-        if flags & _ALWAYS_CALLBACK and descriptor.completion is not None:
-            descriptor.completion(self, endpoint, descriptor, None)
-        if flags & _OWNERSHIP:
-            self.free(descriptor)
-        return True
+        return self.sent_at_once(endpoint, descriptor)
 
     def sendi(
         self, endpoint: Endpoint, header: bytes | memoryview, payload: memoryview, tag: int

@@ -50,7 +50,6 @@ from ompy.opal.mca.btl import (
     BtlSizeError,
     BtlUnsupportedError,
     Descriptor,
-    DescriptorFlags,
     Endpoint,
     MemHandle,
     ModuleAttributes,
@@ -71,8 +70,6 @@ _PACK = L.RECORD.pack_into
 _UNPACK = L.RECORD.unpack_from
 _SKIP = L.SKIP
 _C_HEAD, _C_TAIL, _C_WAITING, _C_SLEEPING = L.C_HEAD, L.C_TAIL, L.C_WAITING, L.C_SLEEPING
-_OWNERSHIP = DescriptorFlags.OWNERSHIP
-_ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 _LOCK, _UNLOCK = fcntl.LOCK_EX, fcntl.LOCK_UN
 _lockf = fcntl.lockf
 _addressof = ctypes.addressof
@@ -409,12 +406,7 @@ class SmBtlModule(BtlModule[SmEndpoint]):
             self._pending.add(endpoint)
             self.queued_sends += 1
             return False
-        flags = descriptor.flags
-        if flags & _ALWAYS_CALLBACK and descriptor.completion is not None:
-            descriptor.completion(self, endpoint, descriptor, None)
-        if flags & _OWNERSHIP:
-            self.free(descriptor)
-        return True
+        return self.sent_at_once(endpoint, descriptor)
 
     def _write_unlocked(self, endpoint: SmEndpoint, parts: Sequence, length: int, tag: int) -> bool:
         """Copy one record into the peer's ring and publish it; False when it does not fit."""
@@ -469,10 +461,7 @@ class SmBtlModule(BtlModule[SmEndpoint]):
                     break
                 queue.popleft()
                 events += 1
-                if descriptor.completion is not None:
-                    descriptor.completion(self, endpoint, descriptor, None)
-                if descriptor.flags & _OWNERSHIP:
-                    self.free(descriptor)
+                self.send_finished(endpoint, descriptor)
             if not queue:
                 self._pending.discard(endpoint)
         return events
@@ -649,10 +638,7 @@ class SmBtlModule(BtlModule[SmEndpoint]):
         endpoint.queue.clear()
         self._pending.discard(endpoint)
         for descriptor, _length, _tag in queued:
-            if descriptor.completion is not None:
-                descriptor.completion(self, endpoint, descriptor, error)
-            if descriptor.flags & _OWNERSHIP:
-                self.free(descriptor)
+            self.send_finished(endpoint, descriptor, error)
         self.report_error(endpoint, error)
 
     def _forget_pidfd(self, endpoint: SmEndpoint) -> None:

@@ -534,14 +534,7 @@ class Connection:
             while sent:
                 entry = queue[0]
                 buffers = entry[0]
-                while buffers and sent:
-                    size = len(buffers[0])
-                    if sent >= size:
-                        sent -= size
-                        del buffers[0]
-                    else:
-                        buffers[0] = memoryview(buffers[0])[sent:]
-                        sent = 0
+                sent = drop_sent(buffers, sent)
                 if not buffers:
                     queue.popleft()
                     module.completed(self.endpoint, entry[1])
@@ -620,3 +613,19 @@ class Connection:
             pass
         self.state = CLOSED
         sock.close()
+
+
+def drop_sent(buffers: list, count: int) -> int:
+    """Drop the first ``count`` bytes of a buffer list (after a partial write).
+
+    Returns how many of the ``count`` bytes lay beyond the list's end (they belong to the
+    entries queued after it).
+    """
+    while buffers and count:
+        size = len(buffers[0])
+        if count < size:
+            buffers[0] = memoryview(buffers[0])[count:]
+            return 0
+        count -= size
+        del buffers[0]
+    return count

@@ -43,7 +43,6 @@ from ompy.opal.mca.btl import (
     BtlModule,
     BtlPeerError,
     Descriptor,
-    DescriptorFlags,
     Endpoint,
     MemHandle,
     ModuleAttributes,
@@ -52,7 +51,7 @@ from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
 from . import wire
-from .connection import CLOSED, CONNECTING, OPEN, Connection
+from .connection import CLOSED, CONNECTING, OPEN, Connection, drop_sent
 from .interfaces import Interface
 from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
@@ -66,8 +65,6 @@ _DATA = wire.KIND_DATA
 _GET_FRAME = wire.FRAME.pack(wire.GET_REQUEST.size, wire.KIND_GET, 0)
 _GET_REQUEST_PACK = wire.GET_REQUEST.pack
 _REPLY_HEADER_SIZE = _FRAME_SIZE + wire.GET_REPLY.size
-_OWNERSHIP = DescriptorFlags.OWNERSHIP
-_ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
 #: ``accept`` errors that mean "out of descriptors or memory": pause the listener, do not spin.
 _EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 #: The first pause of a listener after such an error, and the longest (seconds).
@@ -252,32 +249,8 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         else:
             length = sum(len(segment) for segment in segments)
             buffers = [_FRAME_PACK(length, _DATA, tag), *segments]
-        conn = endpoint.conn
-        queue = endpoint.queue
-        if conn is not None and not queue:
-            try:
-                sent = conn.sock.sendmsg(buffers)
-            except BlockingIOError:
-                sent = 0
-            except OSError as error:
-                conn.lost(f"sending to rank {endpoint.proc.rank} failed: {error}")
-                raise self._unreachable(endpoint) from error
-            if sent == length + _FRAME_SIZE:
-                flags = descriptor.flags
-                if flags & _ALWAYS_CALLBACK and descriptor.completion is not None:
-                    descriptor.completion(self, endpoint, descriptor, None)
-                if flags & _OWNERSHIP:
-                    self.free(descriptor)
-                return True
-            _skip(buffers, sent)
-            queue.append([buffers, descriptor])
-            conn.want_write()
-            return False
-        if endpoint.error is not None or endpoint.closed:
-            raise self._unreachable(endpoint)
-        queue.append([buffers, descriptor])
-        if conn is None:
-            self._connect(endpoint)
+        if self._transmit(endpoint, buffers, length + _FRAME_SIZE, descriptor):
+            return self.sent_at_once(endpoint, descriptor)
         return False
 
     def sendi(
@@ -303,19 +276,15 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             # Part of the frame is on the wire: the rest must follow, so keep a copy of the rest
             # (only of the rest: the caller may reuse its memory once sendi returned True).
             buffers = [frame, header, payload]
-            _skip(buffers, sent)
+            drop_sent(buffers, sent)
             endpoint.queue.append([[bytes(buffer) for buffer in buffers], None])
             conn.want_write()
         return True
 
     def completed(self, endpoint: TcpEndpoint, descriptor: Descriptor | None) -> None:
         """A queued entry left completely: run the callback, return an owned descriptor."""
-        if descriptor is None:
-            return
-        if descriptor.completion is not None:
-            descriptor.completion(self, endpoint, descriptor, None)
-        if descriptor.flags & _OWNERSHIP:
-            self.free(descriptor)
+        if descriptor is not None:
+            self.send_finished(endpoint, descriptor)
 
     def _unreachable(self, endpoint: TcpEndpoint) -> BtlPeerError:
         if endpoint.error is not None:
@@ -332,6 +301,17 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
 
         ``buffers`` are sent without a copy, so they must stay unchanged until they left.
         """
+        self._transmit(endpoint, buffers, sum(len(buffer) for buffer in buffers), None)
+
+    def _transmit(
+        self, endpoint: TcpEndpoint, buffers: list, nbytes: int, descriptor: Descriptor | None
+    ) -> bool:
+        """Send a frame's ``buffers`` (``nbytes`` in all) now, or queue what the socket left.
+
+        True when all of it is on its way; otherwise the queue holds the rest (with
+        ``descriptor``, completed once it leaves) and the connection is asked to drain it, or
+        to be made first.
+        """
         conn = endpoint.conn
         queue = endpoint.queue
         if conn is not None and not queue:
@@ -342,17 +322,18 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             except OSError as error:
                 conn.lost(f"sending to rank {endpoint.proc.rank} failed: {error}")
                 raise self._unreachable(endpoint) from error
-            if sent == sum(len(buffer) for buffer in buffers):
-                return
-            _skip(buffers, sent)
-            queue.append([buffers, None])
+            if sent == nbytes:
+                return True
+            drop_sent(buffers, sent)
+            queue.append([buffers, descriptor])
             conn.want_write()
-            return
+            return False
         if endpoint.error is not None or endpoint.closed:
             raise self._unreachable(endpoint)
-        queue.append([buffers, None])
+        queue.append([buffers, descriptor])
         if conn is None:
             self._connect(endpoint)
+        return False
 
     # -- RDMA get ---------------------------------------------------------------------------
 
@@ -649,10 +630,8 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         queued = list(endpoint.queue)
         endpoint.queue.clear()
         for _buffers, descriptor in queued:
-            if descriptor is not None and descriptor.completion is not None:
-                descriptor.completion(self, endpoint, descriptor, error)
-            if descriptor is not None and descriptor.flags & _OWNERSHIP:
-                self.free(descriptor)
+            if descriptor is not None:
+                self.send_finished(endpoint, descriptor, error)
         return len(queued)
 
     # -- teardown ---------------------------------------------------------------------------
@@ -749,15 +728,3 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
                 handler = handlers.get(fd)
                 if handler is not None:
                     handler(mask)
-
-
-def _skip(buffers: list, count: int) -> None:
-    """Drop the first ``count`` bytes of a buffer list (after a partial write)."""
-    while count:
-        size = len(buffers[0])
-        if count >= size:
-            count -= size
-            del buffers[0]
-        else:
-            buffers[0] = memoryview(buffers[0])[count:]
-            count = 0

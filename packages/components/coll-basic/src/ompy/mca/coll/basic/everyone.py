@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ompy.ompi.mca.coll.base import combine, copy, recv, region, scratch, send
+from ompy.ompi.mca.coll.base.helpers import binomial_bcast
 
-from .rooted import Rounds, bcast_view, tree_reduce
+from .rooted import Rounds, tree_reduce
 
 
 def allgather(comm: Any, tag: int, sendspec: Any, recvspec: Any) -> Rounds:
@@ -75,7 +76,7 @@ def allreduce(comm: Any, tag: int, sendspec: Any, recvspec: Any, op: Any) -> Rou
     result = yield from tree_reduce(comm, tag, source, recvspec.count, recvspec.datatype, op, 0)
     if comm.rank == 0:
         copy(recvspec.view, result)
-    yield from bcast_view(comm, tag, recvspec.view, 0)
+    yield from binomial_bcast(comm, tag, recvspec.view, 0)
 
 
 def _reduce_then_scatter(  # noqa: PLR0917 (a schedule's arguments are positional)

@@ -20,6 +20,7 @@ from ompy.ompi.mca.coll.base import (
     scratch,
     send,
 )
+from ompy.ompi.mca.coll.base.helpers import binomial_bcast
 
 Rounds = Generator[Any, None, Any]
 
@@ -40,19 +41,9 @@ def barrier(comm: Any, tag: int) -> Rounds:
         yield [send(comm, _NOTHING, child, tag) for child in children]
 
 
-def bcast_view(comm: Any, tag: int, view: memoryview, root: int) -> Rounds:
-    """Binomial broadcast of the bytes of ``view`` from ``root``."""
-    parent = binomial_parent(comm.rank, root, comm.size)
-    if parent is not None:
-        yield (recv(comm, view, parent, tag),)
-    children = binomial_children(comm.rank, root, comm.size)
-    if children:
-        yield [send(comm, view, child, tag) for child in children]
-
-
 def bcast(comm: Any, tag: int, spec: Any, root: int) -> Rounds:
     """``bcast(comm, spec, root)``: binomial tree."""
-    yield from bcast_view(comm, tag, spec.view, root)
+    yield from binomial_bcast(comm, tag, spec.view, root)
 
 
 def gather(comm: Any, tag: int, sendspec: Any, recvspec: Any, root: int) -> Rounds:

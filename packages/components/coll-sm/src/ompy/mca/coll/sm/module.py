@@ -288,26 +288,16 @@ class SmCollModule(CollModule):
                 "or exclude the component (--mca coll ^sm)",
             )
         run = comm.instance.op.kernel(op, datatype)
-        if nbytes < self.split_min:
-            self._reduce_small(
-                comm,
-                source=source,
-                target=target,
-                count=count,
-                itemsize=itemsize,
-                per_fragment=per_fragment,
-                run=run,
-            )
-        else:
-            self._reduce_split(
-                comm,
-                source=source,
-                target=target,
-                count=count,
-                itemsize=itemsize,
-                per_fragment=per_fragment,
-                run=run,
-            )
+        reduce = self._reduce_small if nbytes < self.split_min else self._reduce_split
+        reduce(
+            comm,
+            source=source,
+            target=target,
+            count=count,
+            itemsize=itemsize,
+            per_fragment=per_fragment,
+            run=run,
+        )
 
     def _reduce_small(
         self,

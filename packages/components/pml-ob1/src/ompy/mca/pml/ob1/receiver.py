@@ -110,13 +110,7 @@ class RecvSide:
         message = Message(
             TYPE_RNDV, flags, ctx, src, mtag, view[_RNDV_SIZE:], length, src_req, 0, module
         )
-        self._delivering = True
-        try:
-            state.arrive(src, mtag, seq, message)
-        finally:
-            self._delivering = False
-        if self._deferred:
-            self._replay_deferred()
+        self._arrive(state, src, mtag, seq, message)
 
     def _recv_rget(self, module: Any, tag: int, view: memoryview) -> None:
         _type, flags, seq, ctx, src, mtag, length, src_req, _frag, key = _RGET_UNPACK(view)
@@ -125,6 +119,10 @@ class RecvSide:
             self._keep(ctx, state, module, tag, view)
             return
         message = Message(_type, flags, ctx, src, mtag, _EMPTY, length, src_req, key, module)
+        self._arrive(state, src, mtag, seq, message)
+
+    def _arrive(self, state: CommState, src: int, mtag: int, seq: int, message: Message) -> None:
+        """Hand a RNDV or RGET message to matching; headers that arrive meanwhile wait."""
         self._delivering = True
         try:
             state.arrive(src, mtag, seq, message)

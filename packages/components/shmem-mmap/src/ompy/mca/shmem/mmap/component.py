@@ -10,29 +10,23 @@ never creates a private session directory either.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from ompy.opal.mca import Offer
-from ompy.opal.mca.params import ParamType, Registry
-from ompy.opal.mca.shmem import ShmemComponent, ShmemModule
-from ompy.opal.mca.shmem.base import FileSegmentModule, usable_directory
+from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.shmem.base import FileShmemComponent, usable_directory
 from ompy.opal.session import session_dir
 
 from . import __version__
 
 
-class MmapShmemComponent(ShmemComponent):
+class MmapShmemComponent(FileShmemComponent):
     """Segments are files in ``shmem_mmap_directory`` (default: the session directory)."""
 
     name = "mmap"
     version = __version__
     description = "segments are files in a directory (default: the session directory)"
     default_priority = 10
-
-    def __init__(self, registry: Registry) -> None:
-        super().__init__(registry)
-        #: Why the last query declined, for diagnostics; None when it offered.
-        self.decline_reason: str | None = None
 
     def register_params(self) -> None:
         super().register_params()
@@ -45,16 +39,13 @@ class MmapShmemComponent(ShmemComponent):
             level=4,
         )
 
-    def query(self, context: None) -> Offer[ShmemModule] | None:
+    def problem(self) -> str | None:
         configured = self.configured_directory()
-        self.decline_reason = None if configured is None else usable_directory(configured)
-        if self.decline_reason is not None:
-            return None
-        return Offer(self.priority, self.attach_module())
+        return None if configured is None else usable_directory(configured)
 
-    def attach_module(self) -> ShmemModule:
+    def segment_directory(self) -> Path | Callable[[], Path]:
         configured = self.configured_directory()
-        return FileSegmentModule(self.name, session_dir if configured is None else configured)
+        return session_dir if configured is None else configured
 
     def configured_directory(self) -> Path | None:
         """The directory the user set, made absolute, or None for the session directory."""

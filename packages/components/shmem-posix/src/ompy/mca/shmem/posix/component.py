@@ -13,17 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from ompy.opal.mca import Offer
-from ompy.opal.mca.params import ParamType, Registry
-from ompy.opal.mca.shmem import ShmemComponent, ShmemModule
-from ompy.opal.mca.shmem.base import FileSegmentModule, free_bytes, usable_directory
+from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.shmem.base import FileShmemComponent, free_bytes, usable_directory
 
 from . import __version__
 
 DEFAULT_MIN_FREE = 32 * 1024 * 1024
 
 
-class PosixShmemComponent(ShmemComponent):
+class PosixShmemComponent(FileShmemComponent):
     """Segments are files in /dev/shm; preferred wherever /dev/shm works and has room."""
 
     name = "posix"
@@ -32,11 +30,6 @@ class PosixShmemComponent(ShmemComponent):
     default_priority = 50
     #: Where POSIX shared memory lives on Linux.
     directory: ClassVar[Path] = Path("/dev/shm")
-
-    def __init__(self, registry: Registry) -> None:
-        super().__init__(registry)
-        #: Why the last query declined, for diagnostics; None when it offered.
-        self.decline_reason: str | None = None
 
     def register_params(self) -> None:
         super().register_params()
@@ -50,16 +43,10 @@ class PosixShmemComponent(ShmemComponent):
             minimum=0,
         )
 
-    def query(self, context: None) -> Offer[ShmemModule] | None:
-        self.decline_reason = self._problem()
-        if self.decline_reason is not None:
-            return None
-        return Offer(self.priority, self.attach_module())
+    def segment_directory(self) -> Path:
+        return self.directory
 
-    def attach_module(self) -> ShmemModule:
-        return FileSegmentModule(self.name, self.directory)
-
-    def _problem(self) -> str | None:
+    def problem(self) -> str | None:
         problem = usable_directory(self.directory)
         if problem is not None:
             return problem

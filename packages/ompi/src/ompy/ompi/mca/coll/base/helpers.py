@@ -8,12 +8,14 @@ Point-to-point on raw bytes (the PML's requests, standard mode, on a collective'
 Local steps: :func:`copy` (memoryview to memoryview, the fast copy on these machines),
 :func:`combine` (``inout = in op inout`` through the op framework's kernel), :func:`scratch`
 (a zeroed bytearray's view).  Trees: :func:`binomial_parent` and :func:`binomial_children`
-of a binomial tree rooted anywhere, the tree of MPICH's and Open MPI's basic algorithms.
+of a binomial tree rooted anywhere, the tree of MPICH's and Open MPI's basic algorithms, and
+:func:`binomial_bcast`, the schedule that sends a view down it.
 Views: :func:`block_view` of a regular or vector spec, :func:`region` of a spec's buffer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from ....datatype.buffer import BufferSpec, VectorBufferSpec
@@ -104,6 +106,16 @@ def binomial_children(rank: int, root: int, size: int) -> list[int]:
             children.append((child + root) % size)
         mask >>= 1
     return children
+
+
+def binomial_bcast(comm: Any, tag: int, view: memoryview, root: int) -> Generator[Any, None, None]:
+    """The schedule of a binomial broadcast: ``view`` from the parent, then to every child."""
+    parent = binomial_parent(comm.rank, root, comm.size)
+    if parent is not None:
+        yield (recv(comm, view, parent, tag),)
+    children = binomial_children(comm.rank, root, comm.size)
+    if children:
+        yield [send(comm, view, child, tag) for child in children]
 
 
 def subtree_size(rank: int, root: int, size: int) -> int:

@@ -14,11 +14,12 @@ Typical use by a transport::
 
 from __future__ import annotations
 
-from .files import FileSegmentModule, free_bytes, usable_directory
+from .files import FileSegmentModule, FileShmemComponent, free_bytes, usable_directory
 from .select import Selected, attach, reset_selection, select_module, selection
 
 __all__ = [
     "FileSegmentModule",
+    "FileShmemComponent",
     "Selected",
     "attach",
     "free_bytes",

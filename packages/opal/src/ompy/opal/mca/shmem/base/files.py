@@ -15,6 +15,7 @@ only in where the file lives and when they volunteer.  The care:
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import errno
 import mmap
@@ -23,6 +24,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from ...component import Offer
+from ...params import Registry
 from ..errors import (
     SegmentExistsError,
     SegmentNotFoundError,
@@ -30,7 +33,7 @@ from ..errors import (
     ShmemError,
     WrongNodeError,
 )
-from ..interface import ShmemModule
+from ..interface import ShmemComponent, ShmemModule
 from ..segment import (
     Segment,
     SegmentDescriptor,
@@ -197,3 +200,33 @@ class FileSegmentModule(ShmemModule):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.component} in {self._directory!r}>"
+
+
+class FileShmemComponent(ShmemComponent):
+    """A shmem component whose segments are files in one directory (a :class:`FileSegmentModule`).
+
+    Subclasses say where the files go (:meth:`segment_directory`) and why they would not
+    volunteer here (:meth:`problem`); ``query`` keeps that reason in :attr:`decline_reason`.
+    """
+
+    def __init__(self, registry: Registry) -> None:
+        super().__init__(registry)
+        #: Why the last query declined, for diagnostics; None when it offered.
+        self.decline_reason: str | None = None
+
+    @abc.abstractmethod
+    def segment_directory(self) -> Path | Callable[[], Path]:
+        """Where the segment files go (a callable defers the choice to the first segment)."""
+
+    @abc.abstractmethod
+    def problem(self) -> str | None:
+        """Why this component should not create segments here, or None when it can."""
+
+    def query(self, context: None) -> Offer[ShmemModule] | None:
+        self.decline_reason = self.problem()
+        if self.decline_reason is not None:
+            return None
+        return Offer(self.priority, self.attach_module())
+
+    def attach_module(self) -> ShmemModule:
+        return FileSegmentModule(self.name, self.segment_directory())

@@ -12,18 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from ompy.ompi.mca.coll.base import binomial_children, binomial_parent, recv, send, subtree_size
+from ompy.ompi.mca.coll.base.helpers import binomial_bcast
 
 from ..util import Rounds, Workspace
 
 
 def binomial(comm: Any, tag: int, ws: Workspace, view: memoryview, root: int) -> Rounds:
     """The whole message down the binomial tree rooted at ``root``."""
-    parent = binomial_parent(comm.rank, root, comm.size)
-    if parent is not None:
-        yield (recv(comm, view, parent, tag),)
-    children = binomial_children(comm.rank, root, comm.size)
-    if children:
-        yield [send(comm, view, child, tag) for child in children]
+    yield from binomial_bcast(comm, tag, view, root)
 
 
 def _segments(view: memoryview, segsize: int) -> list[memoryview]:
