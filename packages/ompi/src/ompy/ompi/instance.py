@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ompy.opal.mca import OpenFramework
 
     from .api.bsend import BsendPool
+    from .api.cid import Agreements
     from .api.from_group import Rendezvous
 
 
@@ -46,6 +47,12 @@ def _bsend_pool() -> BsendPool:
     from .api.bsend import BsendPool
 
     return BsendPool()
+
+
+def _cid_agreements() -> Agreements:
+    from .api.cid import Agreements
+
+    return Agreements()
 
 
 def _rendezvous(instance: Instance) -> Rendezvous:
@@ -88,6 +95,8 @@ class Instance:
     #: Context ids of the live communicators of this process.
     cids: set[int] = attrs.field(factory=set)
     bsend: BsendPool = attrs.field(factory=_bsend_pool)
+    #: The context-id agreements running in this process (several with THREAD_MULTIPLE).
+    cid_agreements: Agreements = attrs.field(factory=_cid_agreements, repr=False)
     #: Receives of pickled objects still in progress, in posting order (see api.pickled).
     pickled_recvs: list[Any] = attrs.field(factory=list)
     _progress_registered: bool = False

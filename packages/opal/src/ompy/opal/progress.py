@@ -29,10 +29,22 @@ yields when the run-time says its node is oversubscribed (more ranks than cores:
 ``oversubscribed``, handed to :meth:`ProgressEngine.from_params` by the layer that knows it),
 like Open MPI's ``mpi_yield_when_idle``.  The engine itself never reads the environment.
 
-Threads: registering and unregistering are safe from any thread (the callback tuple is replaced,
-never mutated).  :meth:`ProgressEngine.progress` itself is not reentrant per transport; with
-``thread_safe=True`` only one thread progresses at a time and the others return 0 at once, as
-Open MPI's progress engine does under ``MPI_THREAD_MULTIPLE``.
+Threads: registering and unregistering callbacks and hooks are safe from any thread (the
+tuples are replaced, never mutated).  The engine has two modes, chosen once:
+
+* **single** (the default, for ``MPI_THREAD_SINGLE`` .. ``SERIALIZED``): no lock is taken
+  anywhere; one thread at a time is inside MPI.
+* **threaded** (:meth:`ProgressEngine.enable_threads`, for ``MPI_THREAD_MULTIPLE``): every
+  progress pass runs under :attr:`ProgressEngine.lock`, the process's one MPI lock, which the
+  layers above take around their own entry points too (docs/architecture.md, "Threads").  A
+  blocking wait holds the lock for one pass at a time and tests its condition without it, so
+  the waits of several threads interleave and each thread's pass completes the others'
+  requests.  Idle passes yield (``os.sched_yield`` lets another thread have the interpreter
+  and the core).  Once idle for long, one thread at a time sleeps on the transports'
+  descriptors (it runs the sleep hooks); the others wait on a condition of the lock.  Whoever
+  handles events while others wait wakes them (:meth:`ProgressEngine.notify`), and the
+  descriptor sleeper, when it wakes, wakes the condition waiters, so a request completed by
+  any thread is seen by its waiter at once.
 """
 
 from __future__ import annotations
@@ -109,11 +121,23 @@ class ProgressEngine:
         self.block_max = block_max_ms / 1000.0
         self._callbacks: tuple[ProgressCallback, ...] = ()
         self._sleep_hooks: tuple[SleepHook, ...] = ()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # registrations only (a leaf: nothing is taken under it)
+        #: The MPI lock of the process in threaded mode: held for each progress pass and by
+        #: the layers above around every entry point that touches matching or a transport.
+        #: Reentrant, because an entry point may progress (a probe) or call another.
+        self.lock = threading.RLock()
+        self._idle = threading.Condition(self.lock)  # threads waiting for another's progress
+        self._waiters = 0  # threads in ``_idle.wait`` (read and written under ``lock``)
+        self._generation = 0  # counts notify() calls: "something may have completed"
+        self._fd_sleeper = False  # a thread sleeps on the descriptors (under ``lock``)
+        #: True once :meth:`enable_threads` switched to the ``MPI_THREAD_MULTIPLE`` variants.
+        self.threaded = False
         self._loop = EventLoop()  # sleeping only: the callbacks read what became readable
         self._fds: dict[int, int] = {}  # fd -> registration count
         # Bound once: the unlocked pass is the fast path.
-        self.progress = self._progress_locked if thread_safe else self._progress
+        self.progress = self._progress
+        if thread_safe:
+            self.enable_threads()
 
     @classmethod
     def from_params(
@@ -163,16 +187,38 @@ class ProgressEngine:
             events += callback()
         return events
 
-    def _progress_locked(self) -> int:
-        if not self._lock.acquire(blocking=False):
-            return 0
-        try:
+    # -- threads ----------------------------------------------------------------------------
+
+    def enable_threads(self) -> None:
+        """Switch to the threaded variants (``MPI_THREAD_MULTIPLE``); once, never back.
+
+        Called while one thread uses the engine (at initialization, or when a later
+        ``Init_thread`` raises the thread level), so the switch itself needs no lock.
+        """
+        self.threaded = True
+        self.progress = self._progress_threaded
+
+    def _progress_threaded(self) -> int:
+        with self.lock:
             events = 0
             for callback in self._callbacks:
                 events += callback()
+            if events:
+                self.notify()
             return events
-        finally:
-            self._lock.release()
+
+    def notify(self) -> None:
+        """Wake every thread that waits for progress (the caller holds :attr:`lock`).
+
+        Called after work that may have completed another thread's request: a pass that
+        handled events, a send that a transport delivered at once (to this very process).
+        Costs an increment and two reads when nobody waits.
+        """
+        self._generation += 1
+        if self._waiters:
+            self._idle.notify_all()
+        if self._fd_sleeper:
+            self._loop.wake()
 
     def register_sleep_hook(self, hook: SleepHook) -> None:
         """Call ``hook()`` before every idle sleep; if it returns False the wait progresses again.
@@ -197,21 +243,23 @@ class ProgressEngine:
 
     def register_fd(self, fd: int) -> None:
         """Wake an idle wait when ``fd`` becomes readable (registrations are counted)."""
-        if fd in self._fds:
-            self._fds[fd] += 1
-            return
-        self._loop.add_reader(fd, _readable)
-        self._fds[fd] = 1
+        with self._lock:
+            if fd in self._fds:
+                self._fds[fd] += 1
+                return
+            self._loop.add_reader(fd, _readable)
+            self._fds[fd] = 1
 
     def unregister_fd(self, fd: int) -> None:
-        count = self._fds.get(fd)
-        if count is None:
-            raise ValueError(f"file descriptor {fd} is not registered with the progress engine")
-        if count > 1:
-            self._fds[fd] = count - 1
-            return
-        del self._fds[fd]
-        self._loop.remove_reader(fd)
+        with self._lock:
+            count = self._fds.get(fd)
+            if count is None:
+                raise ValueError(f"file descriptor {fd} is not registered with the progress engine")
+            if count > 1:
+                self._fds[fd] = count - 1
+                return
+            del self._fds[fd]
+            self._loop.remove_reader(fd)
 
     def wakeup(self) -> None:
         """End the current idle sleep now (callable from any thread or a signal handler)."""
@@ -239,6 +287,8 @@ class ProgressEngine:
         self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
     ) -> bool:
         """The wait loop: one pass over the callbacks (inline), the condition, idle steps."""
+        if self.threaded:
+            return self._wait_threaded(predicate, request, timeout)
         progress = None if self.progress == self._progress else self.progress
         spin_count = self.spin_count
         yield_when_idle = self.yield_when_idle
@@ -286,6 +336,82 @@ class ProgressEngine:
 
     def _sleep(self, seconds: float) -> None:
         self._loop.run_once(seconds)
+
+    def _wait_threaded(
+        self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
+    ) -> bool:
+        """:meth:`_wait` with ``MPI_THREAD_MULTIPLE``: the lock for one pass at a time.
+
+        The condition is tested without the lock: it may run user code (a pickled receive
+        unpickles there) or take a lock of its own (the rendezvous channel's), and the MPI
+        lock is the innermost.  A completion by another thread between the test and this
+        thread's sleep is not lost: completions notify under the lock, which counts them, and
+        a thread about to sleep first checks under the lock that the count has not moved
+        since its own pass.
+        """
+        lock = self.lock
+        sched_yield = os.sched_yield
+        spin_count = self.spin_count
+        deadline = None if timeout is None else time.monotonic() + timeout
+        idle = 0
+        block = _FIRST_BLOCK_S
+        while True:
+            with lock:
+                events = 0
+                for callback in self._callbacks:
+                    events += callback()
+                if events:
+                    self.notify()
+                seen = self._generation
+            if request.complete if predicate is None else predicate():
+                return True
+            if events:
+                idle = 0
+                block = _FIRST_BLOCK_S
+                continue
+            idle += 1
+            if idle <= spin_count:
+                sched_yield()  # another thread may be the one with work to do
+                if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
+                    return False
+                continue
+            sleep = block
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                sleep = min(sleep, left)
+            if self._rest(seen, sleep):
+                block = min(block * 2, self.block_max)
+
+    def _rest(self, seen: int, seconds: float) -> bool:
+        """An idle threaded wait's sleep; False if it did not sleep (progress again at once).
+
+        ``seen`` is the notification count of this thread's last pass.  One thread at a time
+        sleeps on the descriptors, after the sleep hooks; the others wait on the condition,
+        which a notification or the descriptor sleeper's waking ends.
+        """
+        with self.lock:
+            if self._generation != seen:
+                return False  # something completed since this thread's pass: test again
+            if self._fd_sleeper:  # another thread watches the descriptors: wait for it
+                self._waiters += 1
+                try:
+                    self._idle.wait(seconds)
+                finally:
+                    self._waiters -= 1
+                return True
+            if self._sleep_hooks and not self._may_sleep():
+                return False  # a hook saw work arriving: progress again
+            self._fd_sleeper = True
+        try:
+            self._loop.run_once(seconds)
+        finally:
+            with self.lock:
+                self._fd_sleeper = False
+                if self._waiters:  # what woke this thread may be another's completion
+                    self._idle.notify_all()
+        return True
 
     def close(self) -> None:
         """Release the event loop (its wake-up pipe and selector); idempotent."""

@@ -28,7 +28,7 @@ from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle
 from ..instance import world_state
 from .checks import as_int
-from .cid import agree_context_id
+from .cid import agree_context_id, give_back
 from .collective import Collectives
 from .communicator import Communicator
 from .from_group import create_from_group, create_group
@@ -198,6 +198,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
         """Agree on a context id over ``parent`` and build the new communicator (if a member)."""
         cid = agree_context_id(parent)
         if world_ranks is None:
+            give_back(parent.instance, cid)
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
         return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))

@@ -284,7 +284,7 @@ class PointToPoint:
             return True
         result = c.pml.iprobe(source, tag, c)
         if result is None:
-            c.pml.progress()
+            c.engine.progress()
             result = c.pml.iprobe(source, tag, c)
             if result is None:
                 return False
@@ -322,7 +322,7 @@ class PointToPoint:
             return Message(MESSAGE_NO_PROC)
         message = c.pml.improbe(source, tag, c)
         if message is None:
-            c.pml.progress()
+            c.engine.progress()
             message = c.pml.improbe(source, tag, c)
             if message is None:
                 return None

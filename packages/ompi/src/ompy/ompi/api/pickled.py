@@ -216,8 +216,9 @@ def _start(
 ) -> Any:
     if not serialized.outgoing:
         return start_send(comm, byte_spec(serialized.view), dest, tag, mode, call=call)
-    counter = comm.channels.get(dest, 0)
-    comm.channels[dest] = counter + 1
+    with comm.engine.lock:  # the channel counter (THREAD_MULTIPLE: two threads send objects)
+        counter = comm.channels.get(dest, 0)
+        comm.channels[dest] = counter + 1
     channel = pickle_channel(counter)
     serialized.set_channel(channel)
     parts = [start_send(comm, byte_spec(serialized.view), dest, tag, mode, call=call)]
@@ -271,21 +272,24 @@ class PickledRecv:
         self._buffers: list[bytearray] = []
         self._left = -1  # buffers still to arrive; -1 while the stream has not
         pml = comm.pml
-        if message is not None:  # matched by Mprobe: its size is known
-            self._data = memoryview(bytearray(message.count))
-            stream = pml.imrecv(byte_spec(self._data), message)
-        else:
-            try:
-                irecv_view = pml.irecv_view
-            except AttributeError:  # a PML without receives sized by the message
-                stream = ProbedRecv(comm, source, tag)
+        # Under the MPI lock: with THREAD_MULTIPLE another thread's progress could complete
+        # the stream between the test of ``complete`` and the setting of ``on_complete``.
+        with comm.engine.lock:
+            if message is not None:  # matched by Mprobe: its size is known
+                self._data = memoryview(bytearray(message.count))
+                stream = pml.imrecv(byte_spec(self._data), message)
             else:
-                stream = irecv_view(None, source, tag, comm)
-        self._stream = stream
-        if stream.complete:
-            self._stream_done(stream)
-        else:
-            stream.on_complete = self._stream_done
+                try:
+                    irecv_view = pml.irecv_view
+                except AttributeError:  # a PML without receives sized by the message
+                    stream = ProbedRecv(comm, source, tag)
+                else:
+                    stream = irecv_view(None, source, tag, comm)
+            self._stream = stream
+            if stream.complete:
+                self._stream_done(stream)
+            else:
+                stream.on_complete = self._stream_done
 
     @property
     def complete(self) -> bool:

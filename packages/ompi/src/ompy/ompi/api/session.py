@@ -44,6 +44,7 @@ from ..errors import Exception as MPIException
 from ..group import Group, Members
 from ..handle import Handle
 from ..instance import Instance, acquire, release, world_state
+from ..threads import provide
 from .checks import as_int
 
 G = TypeVar("G", bound=Group)
@@ -217,7 +218,7 @@ class Session(Handle, referent="_s"):
         """Create a new session."""
         level = granted_level(info, "Session.Init")
         instance = acquire(lambda: boot.start(level))
-        instance.thread_level = max(instance.thread_level, level)
+        provide(instance, level)
         return cls._of(SessionState(instance, level, errhandler, lambda: release(boot.stop)))
 
     def Finalize(self) -> None:
