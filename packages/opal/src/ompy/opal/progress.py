@@ -32,19 +32,19 @@ like Open MPI's ``mpi_yield_when_idle``.  The engine itself never reads the envi
 Threads: registering and unregistering callbacks and hooks are safe from any thread (the
 tuples are replaced, never mutated).  The engine has two modes, chosen once:
 
-* **single** (the default, for ``MPI_THREAD_SINGLE`` .. ``SERIALIZED``): no lock is taken
-  anywhere; one thread at a time is inside MPI.
+* **single** (the default, for ``MPI_THREAD_SINGLE`` .. ``SERIALIZED``): passes and waits
+  take no lock; one thread at a time is inside MPI.
 * **threaded** (:meth:`ProgressEngine.enable_threads`, for ``MPI_THREAD_MULTIPLE``): every
   progress pass runs under :attr:`ProgressEngine.lock`, the process's one MPI lock, which the
   layers above take around their own entry points too (docs/architecture.md, "Threads").  A
   blocking wait holds the lock for one pass at a time and tests its condition without it, so
   the waits of several threads interleave and each thread's pass completes the others'
-  requests.  Idle passes yield (``os.sched_yield`` lets another thread have the interpreter
-  and the core).  Once idle for long, one thread at a time sleeps on the transports'
-  descriptors (it runs the sleep hooks); the others wait on a condition of the lock.  Whoever
-  handles events while others wait wakes them (:meth:`ProgressEngine.notify`), and the
-  descriptor sleeper, when it wakes, wakes the condition waiters, so a request completed by
-  any thread is seen by its waiter at once.
+  requests.  Idle passes yield now and then (``os.sched_yield`` hands the interpreter and the
+  core to another thread; every pass on an oversubscribed node).  Once idle for long, one
+  thread at a time sleeps on the transports' descriptors (it runs the sleep hooks); the others
+  wait on a condition of the lock.  Whoever handles events while others wait wakes them
+  (:meth:`ProgressEngine.notify`), and the descriptor sleeper, when it wakes, wakes the
+  condition waiters, so a request completed by any thread is seen by its waiter at once.
 """
 
 from __future__ import annotations
@@ -352,6 +352,7 @@ class ProgressEngine:
         lock = self.lock
         sched_yield = os.sched_yield
         spin_count = self.spin_count
+        yield_when_idle = self.yield_when_idle
         deadline = None if timeout is None else time.monotonic() + timeout
         idle = 0
         block = _FIRST_BLOCK_S
@@ -371,7 +372,11 @@ class ProgressEngine:
                 continue
             idle += 1
             if idle <= spin_count:
-                sched_yield()  # another thread may be the one with work to do
+                if yield_when_idle or not idle & 0xF:
+                    # Every 16th idle pass (every pass when oversubscribed) lets another
+                    # thread have the interpreter: it may be the one with work to do, and
+                    # would otherwise wait for the interpreter's switch interval.
+                    sched_yield()
                 if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
                     return False
                 continue

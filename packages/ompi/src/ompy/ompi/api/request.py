@@ -136,8 +136,10 @@ class Request:
 
     def Cancel(self) -> None:
         """Cancel a request (a receive not yet matched is cancelled; other cancels may fail)."""
-        core = self._core
-        if core is not None and not core.complete:
+        core, comm = self._core, self._comm
+        if core is None or core.complete or comm is None:
+            return
+        with comm.engine.lock:  # a receive leaves the PML's matching state
             core.cancel()
 
     def Free(self) -> None:
