@@ -39,12 +39,13 @@ tuples are replaced, never mutated).  The engine has two modes, chosen once:
   layers above take around their own entry points too (docs/architecture.md, "Threads").  A
   blocking wait holds the lock for one pass at a time and tests its condition without it, so
   the waits of several threads interleave and each thread's pass completes the others'
-  requests.  Idle passes yield now and then (``os.sched_yield`` hands the interpreter and the
-  core to another thread; every pass on an oversubscribed node).  Once idle for long, one
-  thread at a time sleeps on the transports' descriptors (it runs the sleep hooks); the others
-  wait on a condition of the lock.  Whoever handles events while others wait wakes them
-  (:meth:`ProgressEngine.notify`), and the descriptor sleeper, when it wakes, wakes the
-  condition waiters, so a request completed by any thread is seen by its waiter at once.
+  requests.  Idle passes yield now and then when other threads wait too (``os.sched_yield``
+  hands them the interpreter; every pass on an oversubscribed node).
+  Once idle for long, one thread at a time sleeps on the transports' descriptors (it runs the
+  sleep hooks); the others wait on a condition of the lock.  Whoever handles events while
+  others wait wakes them (:meth:`ProgressEngine.notify`), and the descriptor sleeper, when it
+  wakes, wakes the condition waiters, so a request completed by any thread is seen by its
+  waiter at once.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class ProgressEngine:
         self._idle = threading.Condition(self.lock)  # threads waiting for another's progress
         self._waiters = 0  # threads in ``_idle.wait`` (read and written under ``lock``)
         self._generation = 0  # counts notify() calls: "something may have completed"
+        self._spinning = 0  # threads in a threaded wait (under ``lock``)
         self._fd_sleeper = False  # a thread sleeps on the descriptors (under ``lock``)
         #: True once :meth:`enable_threads` switched to the ``MPI_THREAD_MULTIPLE`` variants.
         self.threaded = False
@@ -349,6 +351,17 @@ class ProgressEngine:
         a thread about to sleep first checks under the lock that the count has not moved
         since its own pass.
         """
+        with self.lock:
+            self._spinning += 1
+        try:
+            return self._spin_threaded(predicate, request, timeout)
+        finally:
+            with self.lock:
+                self._spinning -= 1
+
+    def _spin_threaded(
+        self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
+    ) -> bool:
         lock = self.lock
         sched_yield = os.sched_yield
         spin_count = self.spin_count
@@ -372,10 +385,11 @@ class ProgressEngine:
                 continue
             idle += 1
             if idle <= spin_count:
-                if yield_when_idle or not idle & 0xF:
+                if yield_when_idle or (not idle & 0xF and self._spinning > 1):
                     # Every 16th idle pass (every pass when oversubscribed) lets another
-                    # thread have the interpreter: it may be the one with work to do, and
-                    # would otherwise wait for the interpreter's switch interval.
+                    # waiting thread have the interpreter: it may be the one whose request
+                    # completed, and would otherwise wait for the interpreter's switch
+                    # interval.  A thread that waits alone keeps its core.
                     sched_yield()
                 if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
                     return False

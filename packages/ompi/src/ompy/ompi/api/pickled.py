@@ -272,9 +272,14 @@ class PickledRecv:
         self._buffers: list[bytearray] = []
         self._left = -1  # buffers still to arrive; -1 while the stream has not
         pml = comm.pml
-        # Under the MPI lock: with THREAD_MULTIPLE another thread's progress could complete
+        # Under the MPI lock with THREAD_MULTIPLE: another thread's progress could complete
         # the stream between the test of ``complete`` and the setting of ``on_complete``.
-        with comm.engine.lock:
+        # Below it no lock is taken: this is the hot path of every ``recv``.
+        engine = comm.engine
+        threaded = engine.threaded
+        if threaded:
+            engine.lock.acquire()
+        try:
             if message is not None:  # matched by Mprobe: its size is known
                 self._data = memoryview(bytearray(message.count))
                 stream = pml.imrecv(byte_spec(self._data), message)
@@ -290,6 +295,9 @@ class PickledRecv:
                 self._stream_done(stream)
             else:
                 stream.on_complete = self._stream_done
+        finally:
+            if threaded:
+                engine.lock.release()
 
     @property
     def complete(self) -> bool:
