@@ -8,6 +8,7 @@ are in ``integration/threads``.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -169,3 +170,26 @@ def test_a_split_that_leaves_a_member_out_gives_its_agreed_id_back(level):
 
     added = run_ranks(make_world(2), body)
     assert added[0] == set() and len(added[1]) == 1
+
+
+def test_a_send_to_this_process_wakes_the_thread_sleeping_in_its_receive():
+    (world,) = multiple(make_world(1))
+    engine = world._c.instance.engine
+    engine.block_max = 5.0  # a missed wake-up would show as a sleep of seconds
+    woke: list[float] = []
+
+    def receive(t: int) -> None:
+        buf = np.zeros(1)
+        world.Recv(buf, 0, t)
+        woke.append(time.monotonic())
+
+    receivers = [threading.Thread(target=receive, args=(t,)) for t in range(3)]
+    for thread in receivers:
+        thread.start()
+    time.sleep(2.0)  # all asleep (one on the descriptors, two on the condition), for ~1 s or more
+    sent = time.monotonic()
+    for t in range(3):
+        world.Send(np.ones(1), 0, t)
+    for thread in receivers:
+        thread.join(10)
+    assert len(woke) == 3 and max(woke) - sent < 0.5, [w - sent for w in woke]

@@ -100,7 +100,8 @@ def _locked_notifying(
     def locked(*args: Any) -> Any:
         with lock:
             result = method(*args)
-            notify()
+            if engine.waiting:  # no thread waits: none can miss this completion
+                notify()
             return result
 
     return locked

@@ -130,7 +130,9 @@ class ProgressEngine:
         self._idle = threading.Condition(self.lock)  # threads waiting for another's progress
         self._waiters = 0  # threads in ``_idle.wait`` (read and written under ``lock``)
         self._generation = 0  # counts notify() calls: "something may have completed"
-        self._spinning = 0  # threads in a threaded wait (under ``lock``)
+        #: Threads inside a threaded wait (changed under ``lock``): while it is 0 nobody can
+        #: miss a completion, and :meth:`notify` need not be called.
+        self.waiting = 0
         self._fd_sleeper = False  # a thread sleeps on the descriptors (under ``lock``)
         #: True once :meth:`enable_threads` switched to the ``MPI_THREAD_MULTIPLE`` variants.
         self.threaded = False
@@ -214,7 +216,7 @@ class ProgressEngine:
 
         Called after work that may have completed another thread's request: a pass that
         handled events, a send that a transport delivered at once (to this very process).
-        Costs an increment and two reads when nobody waits.
+        Callers outside the engine may skip it while :attr:`waiting` is 0.
         """
         self._generation += 1
         if self._waiters:
@@ -352,12 +354,12 @@ class ProgressEngine:
         since its own pass.
         """
         with self.lock:
-            self._spinning += 1
+            self.waiting += 1
         try:
             return self._spin_threaded(predicate, request, timeout)
         finally:
             with self.lock:
-                self._spinning -= 1
+                self.waiting -= 1
 
     def _spin_threaded(
         self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
@@ -385,7 +387,7 @@ class ProgressEngine:
                 continue
             idle += 1
             if idle <= spin_count:
-                if yield_when_idle or (not idle & 0xF and self._spinning > 1):
+                if yield_when_idle or (not idle & 0xF and self.waiting > 1):
                     # Every 16th idle pass (every pass when oversubscribed) lets another
                     # waiting thread have the interpreter: it may be the one whose request
                     # completed, and would otherwise wait for the interpreter's switch
