@@ -65,6 +65,8 @@ ProgressCallback = Callable[[], int]
 SleepHook = Callable[[], bool]
 
 _FIRST_BLOCK_S = 50e-6
+#: Idle passes after which a threaded wait counts itself in ``ProgressEngine.waiting``.
+_COUNT_AFTER = 16
 
 
 def register_params(registry: Registry) -> None:
@@ -130,8 +132,9 @@ class ProgressEngine:
         self._idle = threading.Condition(self.lock)  # threads waiting for another's progress
         self._waiters = 0  # threads in ``_idle.wait`` (read and written under ``lock``)
         self._generation = 0  # counts notify() calls: "something may have completed"
-        #: Threads inside a threaded wait (changed under ``lock``): while it is 0 nobody can
-        #: miss a completion, and :meth:`notify` need not be called.
+        #: Threads in a threaded wait that has been idle for a while (changed under
+        #: ``lock``): while it is 0 no thread can miss a completion, and :meth:`notify` need
+        #: not be called.
         self.waiting = 0
         self._fd_sleeper = False  # a thread sleeps on the descriptors (under ``lock``)
         #: True once :meth:`enable_threads` switched to the ``MPI_THREAD_MULTIPLE`` variants.
@@ -353,57 +356,59 @@ class ProgressEngine:
         a thread about to sleep first checks under the lock that the count has not moved
         since its own pass.
         """
-        with self.lock:
-            self.waiting += 1
+        counted = False
         try:
-            return self._spin_threaded(predicate, request, timeout)
-        finally:
-            with self.lock:
-                self.waiting -= 1
-
-    def _spin_threaded(
-        self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
-    ) -> bool:
-        lock = self.lock
-        sched_yield = os.sched_yield
-        spin_count = self.spin_count
-        yield_when_idle = self.yield_when_idle
-        deadline = None if timeout is None else time.monotonic() + timeout
-        idle = 0
-        block = _FIRST_BLOCK_S
-        while True:
-            with lock:
-                events = 0
-                for callback in self._callbacks:
-                    events += callback()
+            lock = self.lock
+            sched_yield = os.sched_yield
+            spin_count = self.spin_count
+            yield_when_idle = self.yield_when_idle
+            deadline = None if timeout is None else time.monotonic() + timeout
+            idle = 0
+            block = _FIRST_BLOCK_S
+            while True:
+                with lock:
+                    if idle >= _COUNT_AFTER and not counted:
+                        # A wait joins ``waiting`` only once it has been idle for a while:
+                        # short waits (a ping-pong's) take no lock beyond their passes.  A
+                        # completion before this block is seen by the test after it; one
+                        # after it is notified, since ``waiting`` is no longer 0.
+                        self.waiting += 1
+                        counted = True
+                    events = 0
+                    for callback in self._callbacks:
+                        events += callback()
+                    if events:
+                        self.notify()
+                    seen = self._generation
+                if request.complete if predicate is None else predicate():
+                    return True
                 if events:
-                    self.notify()
-                seen = self._generation
-            if request.complete if predicate is None else predicate():
-                return True
-            if events:
-                idle = 0
-                block = _FIRST_BLOCK_S
-                continue
-            idle += 1
-            if idle <= spin_count:
-                if yield_when_idle or (not idle & 0xF and self.waiting > 1):
-                    # Every 16th idle pass (every pass when oversubscribed) lets another
-                    # waiting thread have the interpreter: it may be the one whose request
-                    # completed, and would otherwise wait for the interpreter's switch
-                    # interval.  A thread that waits alone keeps its core.
-                    sched_yield()
-                if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
-                    return False
-                continue
-            sleep = block
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                sleep = min(sleep, left)
-            if self._rest(seen, sleep):
-                block = min(block * 2, self.block_max)
+                    idle = 0
+                    block = _FIRST_BLOCK_S
+                    continue
+                idle += 1
+                if idle <= spin_count or not counted:
+                    if yield_when_idle or (not idle & 0xF and self.waiting > 1):
+                        # Every 16th idle pass (every pass when oversubscribed) lets another
+                        # waiting thread have the interpreter: it may be the one whose
+                        # request completed, and would otherwise wait for the interpreter's
+                        # switch interval.  A thread that waits alone keeps its core.
+                        sched_yield()
+                    if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
+                        return False
+                    continue
+                sleep = block
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    sleep = min(sleep, left)
+                if self._rest(seen, sleep):
+                    block = min(block * 2, self.block_max)
+        finally:
+            if counted:
+                with self.lock:
+                    self.waiting -= 1
 
     def _rest(self, seen: int, seconds: float) -> bool:
         """An idle threaded wait's sleep; False if it did not sleep (progress again at once).
