@@ -33,7 +33,7 @@ rc.initialize = False
 from ompy import MPI  # noqa: E402
 
 THREADS = 4
-MESSAGES = 60
+MESSAGES = 200
 LONG = 100_000  # int64 elements: 800 kB, above every transport's eager limit
 TIMEOUT = 120.0
 
