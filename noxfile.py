@@ -109,8 +109,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Install everything and run the demo job: four ranks that meet through the modex."""
+    """Install everything and run the demo job: four ranks pass a token around a ring and reduce."""
     session.install(*(f"-e{path}" for path in DISTRIBUTIONS.values()))
     compile_sources(session)
     session.run("ompy", "--version")
-    session.run("ompy", "run", "-n", "4", "--oversubscribe", "python", "-m", "ompy.orte.demo")
+    session.run("ompy", "run", "-n", "4", "--oversubscribe", "python", "-m", "ompy.ompi.demo")

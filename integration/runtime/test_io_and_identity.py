@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,21 @@ def test_the_demo_runs_on_four_ranks(ompy):
     assert "4 rank(s), launched" in result.stdout
     table = result.stdout.splitlines()[3:]
     assert [line.split()[0] for line in table] == ["0", "1", "2", "3"]
+
+
+def test_ps_tells_the_ranks_and_the_fork_server_apart(ompy):
+    """Forked ranks would otherwise all show the launcher's command line."""
+    titles = str(PROGRAMS / "titles.py")
+    result = ompy.run(["-n", "2", sys.executable, titles, "an argument"])
+    assert result.returncode == 0, result.stderr
+    reports = sorted((json.loads(line) for line in result.stdout.splitlines()), key=str)
+    assert len(reports) == 2
+    command = shlex.join([sys.executable, titles, "an argument"])
+    for report in reports:
+        rank = report["rank"]
+        assert report["before_mpi"]["args"] == f"ompy rank {rank}: {command}"
+        assert re.fullmatch(rf"ompy rank {rank}/2 of job \w+: {re.escape(command)}",
+                            report["after_mpi"]["args"])  # fmt: skip
+        assert report["after_mpi"]["comm"] == f"ompy-rank{rank}"
+        assert report["parent"]["comm"] == "ompy-forksrv"
+        assert report["parent"]["args"].startswith("ompy fork server of ompy run ")

@@ -11,8 +11,8 @@ import sys
 
 
 def _parent_is_fork_server():
-    with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
-        return b"ompy.orte.launcher.forkserver.zygote" in cmdline.read()
+    with open(f"/proc/{os.getppid()}/comm") as comm:  # the name the fork server gives itself
+        return comm.read().strip() == "ompy-forksrv"
 
 
 report = {

@@ -13,7 +13,7 @@ import pytest
 from ompy.ompi import boot
 from ompy.ompi import instance as instances
 from ompy.ompi.api import rc
-from ompy.ompi.api.session import SESSION_NULL, SessionInfo, session_on
+from ompy.ompi.api.session import SESSION_NULL, session_on
 from ompy.ompi.api.testing import Fabric, LoopbackPml, LoopbackProc, make_world, run_ranks
 from ompy.ompi.constants import THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE, UNDEFINED
 from ompy.ompi.group import Group
@@ -131,17 +131,14 @@ def test_process_set_errors_name_what_is_wrong():
 # -- info and thread levels -----------------------------------------------------------------------
 
 
-def test_session_info_reads_like_an_info_and_frees():
-    info = SessionInfo({"mpi_size": "4", "b": "x"})
-    assert info.Get("mpi_size") == "4" and info.Get("nope") is None and info["b"] == "x"
-    assert info.Get_nkeys() == 2 and [info.Get_nthkey(n) for n in range(2)] == ["mpi_size", "b"]
-    assert dict(info.items()) == {"mpi_size": "4", "b": "x"} and "b" in info
-    with pytest.raises(MPI.Exception):
-        info.Get_nthkey(2)
-    with pytest.raises(TypeError):
-        info.Get(1)
+def test_session_info_results_are_new_info_objects():
+    (world,) = make_world(1)
+    session = session_on(world._c.instance)
+    info = session.Get_pset_info("mpi://WORLD")
+    assert isinstance(info, MPI.Info) and info.items() == [("mpi_size", "1")]
+    again = session.Get_pset_info("mpi://WORLD")
     info.Free()
-    assert not info and info.Get_nkeys() == 0
+    assert not info and again.Get("mpi_size") == "1"  # each call returns its own object
 
 
 def test_a_session_asks_for_multiple_by_default_and_gets_what_ompy_provides():
@@ -149,15 +146,15 @@ def test_a_session_asks_for_multiple_by_default_and_gets_what_ompy_provides():
     instance = world._c.instance
     default = session_on(instance)
     assert default.Get_info().Get("thread_level") == "MPI_THREAD_MULTIPLE"  # init's maximum
-    single = session_on(instance, {"thread_level": "mpi_thread_single"})
+    single = session_on(instance, MPI.Info.Create({"thread_level": "mpi_thread_single"}))
     assert dict(single.Get_info()) == {"thread_level": "MPI_THREAD_SINGLE"}
     with pytest.raises(MPI.Exception, match="thread_level = 'many' is not one of") as info:
-        session_on(instance, {"thread_level": "many"})
+        session_on(instance, MPI.Info.Create({"thread_level": "many"}))
     assert _error_class(info) == MPI.ERR_INFO_VALUE
     with pytest.raises(TypeError, match="info must be an Info"):
         session_on(instance, "thread_level=single")
-    with pytest.raises(TypeError, match="keys and values are str"):
-        session_on(instance, {"thread_level": 3})
+    with pytest.raises(TypeError, match="info must be an Info"):
+        session_on(instance, {"thread_level": "MPI_THREAD_SINGLE"})  # mpi4py takes Info only
 
 
 # -- one instance for every session and the world model -------------------------------------------
@@ -221,7 +218,7 @@ def test_a_session_before_init_starts_the_instance_and_the_last_holder_stops_it(
 def test_after_init_a_session_shares_the_world_models_instance(runtime):
     assert MPI.Init_thread(MPI.THREAD_SINGLE) == MPI.THREAD_SINGLE
     instance = instances.default()
-    session = MPI.Session.Init(info={"thread_level": "MPI_THREAD_SERIALIZED"})
+    session = MPI.Session.Init(info=MPI.Info.Create({"thread_level": "MPI_THREAD_SERIALIZED"}))
     assert runtime == [("start", THREAD_SINGLE)] and session._s.instance is instance
     assert MPI.Query_thread() == THREAD_SERIALIZED  # the instance provides the session's level
     session.Finalize()
@@ -231,7 +228,7 @@ def test_after_init_a_session_shares_the_world_models_instance(runtime):
 
 
 def test_init_after_a_single_threaded_session_still_gets_the_level_it_asks_for(runtime):
-    session = MPI.Session.Init({"thread_level": "MPI_THREAD_SINGLE"})
+    session = MPI.Session.Init(MPI.Info.Create({"thread_level": "MPI_THREAD_SINGLE"}))
     assert runtime == [("start", THREAD_SINGLE)]
     assert MPI.Init_thread(MPI.THREAD_SERIALIZED) == THREAD_SERIALIZED
     assert session.Get_info().Get("thread_level") == "MPI_THREAD_SINGLE"

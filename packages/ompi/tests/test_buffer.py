@@ -263,3 +263,26 @@ def test_the_short_path_for_whole_buffers_agrees_with_the_general_one(obj):
     assert short.view.format == "B" and short.view.ndim == 1
     if isinstance(obj, np.ndarray):
         assert short.datatype is mpi.TYPECHARS[obj.dtype.char]
+
+
+# -- buffers of Python object references ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "array",
+    [np.empty(3, dtype=object), np.zeros(2, dtype=[("a", "i4"), ("b", "O")])],
+    ids=["object", "struct-with-object"],
+)
+@pytest.mark.parametrize("readonly", [True, False], ids=["send", "receive"])
+@pytest.mark.parametrize("typed", [False, True], ids=["inferred", "as-bytes"])
+def test_a_buffer_of_object_references_is_refused(array, readonly, typed):
+    """Its bytes are addresses: sent, they mean nothing; received into, they crash the rank."""
+    msg = [array, mpi.BYTE] if typed else array
+    with pytest.raises(TypeError, match=r"references to Python objects.*lowercase methods"):
+        parse_buffer(msg, readonly=readonly)
+
+
+def test_a_field_named_with_an_o_is_data():
+    array = np.zeros(3, dtype=[("Oa", "i4"), ("Ob", "f8")])
+    spec = parse_buffer([array, mpi.BYTE], readonly=False)
+    assert spec.view.nbytes == array.nbytes

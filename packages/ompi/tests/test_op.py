@@ -105,8 +105,9 @@ def test_handles_refer_to_the_same_operation():
 
 def test_predefined_operations_pickle_by_name():
     assert pickle.loads(pickle.dumps(SUM)) is SUM
-    assert pickle.loads(pickle.dumps(Op(MAXLOC))) is MAXLOC
-    assert pickle.loads(pickle.dumps(OP_NULL)) == OP_NULL
+    copy = pickle.loads(pickle.dumps(Op(MAXLOC)))  # another handle: a new handle, as mpi4py
+    assert copy == MAXLOC and copy is not MAXLOC
+    assert pickle.loads(pickle.dumps(OP_NULL)) is OP_NULL
 
 
 def test_an_unknown_fortran_handle_is_op_null():
@@ -221,13 +222,25 @@ def test_a_user_operation_on_objects_is_called_with_none_as_datatype():
         op.Free()
 
 
-def test_user_operations_cannot_be_pickled():
-    op = Op.Create(lambda a, b, t: b)
+def _keep_right(a, b, datatype):
+    return b
+
+
+def test_user_operations_travel_as_their_function_and_freed_ones_cannot():
+    op = Op.Create(_keep_right, commute=True)
+    copy = pickle.loads(pickle.dumps(op))  # mpi4py's form: Op.Create(function, commute)
     try:
-        with pytest.raises(ValueError, match="cannot serialize"):
-            pickle.dumps(op)
+        assert copy != op and copy.Is_commutative() and copy(1, 2) == 2
     finally:
-        op.Free()
+        copy.Free()
+    local = Op.Create(lambda a, b, t: b)
+    with pytest.raises((pickle.PicklingError, AttributeError)):  # the function cannot travel
+        pickle.dumps(local)
+    local.Free()
+    alias = Op(op)
+    op.Free()
+    with pytest.raises(ValueError, match="cannot serialize"):
+        pickle.dumps(alias)  # a handle to the freed operation
 
 
 def test_reduce_local_gives_the_user_function_byte_views_and_the_datatype():

@@ -3,16 +3,20 @@
 import pickle
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ompy.ompi import errors
 from ompy.ompi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from ompy.ompi.datatype import predefined as mpi
-from ompy.ompi.status import Status
+from ompy.ompi.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
+
+C_INT = st.integers(-(2**31), 2**31 - 1)
 
 
 def received(source=3, tag=7, nbytes=24):
     status = Status()
-    status.source, status.tag, status.nbytes = source, tag, nbytes
+    status.source, status.tag, status.count = source, tag, nbytes
     return status
 
 
@@ -76,3 +80,59 @@ def test_bad_arguments():
         Status().Get_count("d")
     with pytest.raises(TypeError, match="copies a Status"):
         Status(3)
+
+
+@given(source=C_INT, tag=C_INT, error=C_INT, count=st.integers(0, 2**40), cancelled=st.booleans())
+def test_every_field_is_settable_and_travels_in_every_form(source, tag, error, count, cancelled):
+    status = Status()
+    status.source, status.tag, status.error = source, tag, error
+    status.count, status.cancelled = count, cancelled
+    fields = (source, tag, error, count, cancelled)
+    assert (status.source, status.tag, status.error, status.count, status.cancelled) == fields
+    assert (status.Get_source(), status.Get_tag(), status.Get_error()) == fields[:3]
+    assert status.Get_elements(mpi.BYTE) == count and status.Is_cancelled() is cancelled
+    for copy in (Status(status), pickle.loads(pickle.dumps(status)), Status.f2py(status.py2f())):
+        assert copy == status
+        assert (copy.source, copy.tag, copy.error, copy.count, copy.cancelled) == fields
+    other = Status(status)
+    other.Set_tag(tag ^ 1)
+    assert other != status
+    assert not other.__eq__(status)
+
+
+def test_the_fortran_form_has_the_source_tag_and_error_where_the_constants_say():
+    status = Status()
+    status.Set_source(11)
+    status.Set_tag(22)
+    status.Set_error(errors.ERR_TAG)
+    form = status.py2f()
+    assert len(form) == F_STATUS_SIZE and all(type(item) is int for item in form)
+    assert (form[F_SOURCE], form[F_TAG], form[F_ERROR]) == (11, 22, errors.ERR_TAG)
+    with pytest.raises(IndexError, match="6 integers"):
+        Status.f2py([1, 2, 3])
+
+
+def test_tomemory_is_a_writable_view_of_the_fields():
+    status = Status()
+    status.source, status.tag, status.error = 11, 22, 33
+    memory = status.tomemory()
+    assert memory.format == "i" and len(memory) == F_STATUS_SIZE and not memory.readonly
+    values = list(memory)
+    memory[values.index(11)] = 111
+    memory[values.index(22)] = 222
+    memory[values.index(33)] = 333
+    assert (status.source, status.tag, status.error) == (111, 222, 333)
+    status.Set_cancelled(True)
+    assert status.tomemory()[3] == 1
+
+
+def test_fields_outside_a_c_int_overflow():
+    with pytest.raises(OverflowError):
+        Status().Set_tag(2**31)
+    with pytest.raises(TypeError):
+        Status().source = "3"
+
+
+def test_statuses_do_not_order():
+    with pytest.raises(TypeError):
+        Status() < Status()  # noqa: B015

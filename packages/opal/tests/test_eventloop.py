@@ -164,3 +164,26 @@ def test_closing_twice_and_waking_a_closed_loop_do_nothing():
     loop.close()
     loop.close()
     loop.wake()
+
+
+def test_a_close_in_another_thread_waits_for_a_wake_that_is_writing(monkeypatch):
+    """A server closing its loop while another thread posts to it: the close must not pull
+    the pipe from under a wake that already decided to write (the write would hit a closed
+    descriptor, or whatever reused its number)."""
+    import ompy.opal.eventloop as module
+
+    loop = EventLoop()
+    real_write = os.write
+    closer = threading.Thread(target=loop.close)
+
+    def write_while_closing(fd: int, data: bytes) -> int:
+        closer.start()
+        closer.join(0.3)  # the close gets every chance to run now
+        return real_write(fd, data)
+
+    monkeypatch.setattr(module.os, "write", write_while_closing)
+    loop.post(lambda: None)  # raised EBADF before the lock
+    monkeypatch.setattr(module.os, "write", real_write)
+    closer.join(5)
+    assert not closer.is_alive()
+    loop.wake()  # a wake after the close does nothing

@@ -28,6 +28,7 @@ from ompy.orte.control import (
     RankConnected,
     RankException,
     RankFinalized,
+    RankLeaving,
     RankLost,
     RequestError,
     protocol,
@@ -40,12 +41,14 @@ pytestmark = pytest.mark.timeout(60)
 class Job:
     """A control server for a test job and the events it reported."""
 
-    def __init__(self, size: int, auth_timeout: float = 5.0, event_delay: float = 0.0) -> None:
+    def __init__(
+        self, size: int, auth_timeout: float = 5.0, event_delay: float = 0.0, **options
+    ) -> None:
         self.jobid, self.secret = "jtest", secrets.token_bytes(32)
         self.events: queue.Queue = queue.Queue()
         self.event_delay = event_delay
         self.server = ControlServer(
-            self.jobid, size, self.secret, self._on_event, auth_timeout=auth_timeout
+            self.jobid, size, self.secret, self._on_event, auth_timeout=auth_timeout, **options
         )
         self.server.start()
         self.clients: list[ControlClient] = []
@@ -383,3 +386,72 @@ def test_the_server_can_be_closed_from_its_own_event_callback():
     finally:
         client.close()
         server.close()
+
+
+# -- leaving without finalizing (sys.exit, a failed finalize) -------------------------------
+
+
+def test_sys_exit_while_others_are_not_in_finalize_leaves_after_the_grace(job_of):
+    job = job_of(3, exit_grace=0.3)
+    first, leaver, _third = job.connect(0), job.connect(1), job.connect(2)
+    first.request("finalizing")
+    started = time.monotonic()
+    assert leaver.request("leaving", code=3, how="called sys.exit(3)") is False
+    assert 0.25 <= time.monotonic() - started < 3
+    assert job.next_event(RankLeaving) == RankLeaving(1, 3, "called sys.exit(3)", (2,))
+    leaver.close()
+    time.sleep(0.1)
+    assert not [e for e in job.drain() if isinstance(e, RankLost)], "an expected close"
+    with pytest.raises(FenceError, match="rank 1 exited without finalizing"):
+        first.request("fence", generation=0)
+
+
+def test_sys_exit_once_every_other_rank_is_in_finalize_finalizes_with_them(job_of):
+    job = job_of(3, exit_grace=30)
+    first, leaver, third = job.connect(0), job.connect(1), job.connect(2)
+    first.request("finalizing")
+    third.request("finalize")
+    started = time.monotonic()
+    assert leaver.request("leaving", code=0, how="called sys.exit(0)") is True
+    assert time.monotonic() - started < 1, "no grace needed"
+    assert not [e for e in job.drain() if isinstance(e, RankLeaving)]
+
+
+def test_ranks_that_all_call_sys_exit_within_the_grace_finalize_together(job_of):
+    """``sys.exit(main())`` on every rank: a normal end, not a failure."""
+    job = job_of(3, exit_grace=30)
+    clients = [job.connect(rank) for rank in range(3)]
+    waiting = [
+        in_thread(client.request, "leaving", code=0, how="called sys.exit(0)")
+        for client in clients[:2]
+    ]
+    time.sleep(0.2)
+    assert clients[2].request("leaving", code=4, how="called sys.exit(4)") is True
+    assert [result() for result in waiting] == [True, True]
+    assert not [e for e in job.drain() if isinstance(e, RankLeaving)]
+
+
+def test_a_rank_failing_ends_the_grace_of_the_ranks_that_wait_to_leave(job_of):
+    job = job_of(3, exit_grace=30)
+    leaver, doomed, _third = job.connect(0), job.connect(1), job.connect(2)
+    waiting = in_thread(leaver.request, "leaving", code=2, how="called sys.exit(2)")
+    time.sleep(0.2)
+    doomed.close()  # lost: the job is failing, nobody waits for it any more
+    assert waiting(timeout=5) is False
+    assert job.next_event(RankLeaving).rank == 0
+
+
+def test_a_failed_finalize_leaves_at_once_even_when_the_others_are_done(job_of):
+    job = job_of(2, exit_grace=30)
+    first, second = job.connect(0), job.connect(1)
+    first.request("finalize")
+    how = "exited without finalizing (Finalize raised)"
+    assert second.request("leaving", code=None, how=how) is False
+    assert job.next_event(RankLeaving) == RankLeaving(1, None, how, ())
+
+
+def test_leaving_needs_an_integer_or_nil_code(job_of):
+    job = job_of(1)
+    client = job.connect(0)
+    with pytest.raises(RequestError, match="bad 'code'"):
+        client.request("leaving", code="3", how="called sys.exit('3')")

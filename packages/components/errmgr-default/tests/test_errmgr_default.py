@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ompy.mca.errmgr.default import DefaultErrmgrComponent
 from ompy.mca.errmgr.default.policy import DefaultErrmgrModule
 from ompy.opal.mca.params import Registry
-from ompy.orte.mca.errmgr import Failure, RankAborted, RankExited, RankRaised
+from ompy.orte.mca.errmgr import Failure, RankAborted, RankExited, RankLeft, RankRaised
 from ompy.orte.mca.errmgr.base import select_errmgr
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "app.py", line 3\nKeyError: 1\n'
@@ -47,9 +47,46 @@ def test_the_errmgr_framework_selects_it_by_name():
 # -- exits --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("finalized", [False, True])
-def test_exiting_with_0_is_a_normal_end_whether_or_not_the_rank_finalized(policy, finalized):
-    assert policy.judge(RankExited(2, 0, finalized=finalized)) is None
+@pytest.mark.parametrize("connected", [False, True])
+def test_exiting_with_0_after_finalizing_is_a_normal_end(policy, connected):
+    assert policy.judge(RankExited(2, 0, finalized=True, connected=connected)) is None
+
+
+def test_a_program_that_never_connected_may_exit_with_0(policy):
+    """Not an ompy program (``ompy run hostname``): it has nothing to finalize."""
+    assert policy.judge(RankExited(2, 0)) is None
+
+
+def test_exiting_with_0_without_finalizing_fails_the_job_with_1(policy):
+    """Open MPI's rule: a rank that initialized must finalize; os._exit(0) does not."""
+    failure = policy.judge(RankExited(2, 0, connected=True))
+    assert failure is not None and failure.rank == 2 and failure.exit_code == 1
+    assert failure.reason.startswith("exited with code 0 without finalizing: ")
+    noted = policy.judge(RankExited(2, 0, connected=True, note="Finalize at exit raised"))
+    assert noted is not None
+    assert noted.reason.startswith("exited with code 0 without finalizing (Finalize at exit")
+
+
+@pytest.mark.parametrize("code", [0, 3, 255])
+def test_leaving_early_ends_the_job_with_the_code_it_asked_for(policy, code):
+    failure = policy.judge(RankLeft(1, code, f"called sys.exit({code})", (0, 2)))
+    assert failure == Failure(
+        1,
+        code,
+        f"called sys.exit({code}) while ranks 0, 2 had not finished, without finalizing: "
+        "the job ends with its exit code",
+    )
+
+
+def test_leaving_with_a_code_that_is_no_exit_status_gives_1(policy):
+    assert policy.judge(RankLeft(1, 256, "called sys.exit(256)", (0,))).exit_code == 1
+
+
+def test_leaving_because_finalization_failed_gives_1(policy):
+    failure = policy.judge(RankLeft(3, None, "exited without finalizing (boom)", (1,)))
+    assert failure == Failure(
+        3, 1, "exited without finalizing (boom) while rank 1 had not finished"
+    )
 
 
 @pytest.mark.parametrize("code", [1, 2, 3, 127, 255])
@@ -84,9 +121,9 @@ def test_failing_after_finalize_still_fails_the_job_and_says_so(policy):
 
 @given(returncode=st.integers(-64, 255), finalized=st.booleans(), rank=st.integers(0, 10_000))
 def test_every_exit_status_maps_to_the_shells_code(returncode, finalized, rank):
-    failure = DefaultErrmgrModule().judge(RankExited(rank, returncode, finalized))
+    failure = DefaultErrmgrModule().judge(RankExited(rank, returncode, finalized, connected=True))
     if returncode == 0:
-        assert failure is None
+        assert (failure is None) == finalized
         return
     assert failure is not None and failure.rank == rank and failure.detail == ""
     assert failure.exit_code == (returncode if returncode > 0 else 128 - returncode)

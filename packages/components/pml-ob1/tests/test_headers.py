@@ -5,7 +5,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ompy.mca.pml.ob1 import headers
-from ompy.mca.pml.ob1.headers import ACK, FIN, FRAG, HEADERS, MATCH, PUT, RGET, RNDV
+from ompy.mca.pml.ob1.headers import (
+    ACK,
+    CANCEL,
+    CANCELED,
+    FIN,
+    FRAG,
+    HEADERS,
+    MATCH,
+    PUT,
+    RGET,
+    RNDV,
+)
 
 U8 = st.integers(0, 2**8 - 1)
 U16 = st.integers(0, 2**16 - 1)
@@ -22,6 +33,8 @@ FIELDS = {
     FRAG: (U8, U64, U64, U64),
     PUT: (U8, U64, U64, U64, U64, U64),
     FIN: (U8, I32, U64, U64),
+    CANCEL: (U8, U32, I32, U16, U64, U64),  # flags, ctx, src, seq, src_req, token
+    CANCELED: (U8, U64),
 }
 
 
@@ -55,6 +68,8 @@ def test_layouts_have_fixed_sizes_that_keep_payloads_aligned():
         "FRAG": 32,
         "PUT": 48,
         "FIN": 24,
+        "CANCEL": 32,
+        "CANCELD": 16,
     }
     for header in HEADERS.values():
         assert header.struct.format.startswith("!")
@@ -75,7 +90,8 @@ def test_rendezvous_headers_extend_the_match_part():
 
 def test_types_are_open_mpi_values_and_distinct():
     assert MATCH.type == 0x41 and FIN.type == 0x49
-    assert len(HEADERS) == 7
+    assert (CANCEL.type, CANCELED.type) == (0x4A, 0x4B)  # ompy's own, after Open MPI's
+    assert len(HEADERS) == 9
 
 
 @pytest.mark.parametrize(

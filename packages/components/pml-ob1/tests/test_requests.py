@@ -1,7 +1,7 @@
 """ob1's request classes start exactly as the request core does (they set its fields inline)."""
 
 from ompy.mca.pml.ob1.requests import RecvRequest, SendRequest
-from ompy.ompi.request import CoreRequest
+from ompy.ompi.completion import CoreRequest
 
 CORE_FIELDS = CoreRequest.__slots__
 

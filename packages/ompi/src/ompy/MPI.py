@@ -3,22 +3,45 @@
 This module only re-exports; the code lives in :mod:`ompy.ompi` (constants, errors, datatypes,
 ``Status``, ``Group``, ``Op``) and :mod:`ompy.ompi.api` (communicators, requests, messages,
 initialization).  Importing it initializes MPI, as importing ``mpi4py.MPI`` does, unless
-:mod:`ompy.ompi.api.rc` says otherwise; MPI is finalized at exit.
+:mod:`ompy.rc` says otherwise; MPI is finalized at exit.
 """
 
 from __future__ import annotations
 
+from ompy.ompi.api.buffering import Flush_buffer, Iflush_buffer
 from ompy.ompi.api.comm import COMM_NULL, COMM_SELF, COMM_TYPE_SHARED, COMM_WORLD, Comm, Intracomm
 from ompy.ompi.api.environment import (
+    Get_abi_fortran_info,
+    Get_abi_info,
+    Get_abi_version,
     Get_error_class,
     Get_error_string,
+    Get_hw_resource_info,
     Get_library_version,
     Get_processor_name,
     Get_version,
+    Pcontrol,
     Wtick,
     Wtime,
+    get_vendor,
+)
+from ompy.ompi.api.errhandler import (
+    ERRHANDLER_NULL,
+    ERRORS_ABORT,
+    ERRORS_ARE_FATAL,
+    ERRORS_RETURN,
+    Errhandler,
+)
+from ompy.ompi.api.error_classes import (
+    Add_error_class,
+    Add_error_code,
+    Add_error_string,
+    Remove_error_class,
+    Remove_error_code,
+    Remove_error_string,
 )
 from ompy.ompi.api.from_group import MAX_STRINGTAG_LEN
+from ompy.ompi.api.info import INFO_ENV, INFO_NULL, MAX_INFO_KEY, MAX_INFO_VAL, Info
 from ompy.ompi.api.init import (
     Attach_buffer,
     Detach_buffer,
@@ -31,8 +54,14 @@ from ompy.ompi.api.init import (
     Query_thread,
     init_on_import,
 )
+from ompy.ompi.api.memory import Aint_add, Aint_diff, Alloc_mem, Free_mem, Get_address
 from ompy.ompi.api.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
-from ompy.ompi.api.request import REQUEST_NULL, Prequest, Request
+from ompy.ompi.api.request import (
+    REQUEST_NULL,
+    Grequest,
+    Prequest,
+    Request,
+)
 from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
 from ompy.ompi.constants import (
     ANY_SOURCE,
@@ -69,12 +98,16 @@ from ompy.ompi.constants import (
     UNIVERSE_SIZE,
     VERSION,
     WTIME_IS_GLOBAL,
+    BottomType,
+    BufferAutomaticType,
+    InPlaceType,
 )
 from ompy.ompi.datatype import BY_KEY as _DATATYPES
 from ompy.ompi.datatype import DATATYPE_NULL, Datatype
 from ompy.ompi.errors import ERROR_CLASSES as _ERROR_CLASSES
 from ompy.ompi.errors import Exception
 from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group
+from ompy.ompi.memory import buffer, memory
 from ompy.ompi.op import (
     BAND,
     BOR,
@@ -93,7 +126,7 @@ from ompy.ompi.op import (
     SUM,
     Op,
 )
-from ompy.ompi.status import Status
+from ompy.ompi.status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG, Status
 
 # MPI.INT, MPI.DOUBLE, ... and MPI.SUCCESS, MPI.ERR_TRUNCATE, ...
 globals().update(_DATATYPES)
@@ -163,6 +196,8 @@ __all__ = [
     "VERSION",
     "WTIME_IS_GLOBAL",
     "Attach_buffer",
+    "BottomType",
+    "BufferAutomaticType",
     "Comm",
     "Datatype",
     "Detach_buffer",
@@ -174,6 +209,7 @@ __all__ = [
     "Get_processor_name",
     "Get_version",
     "Group",
+    "InPlaceType",
     "Init",
     "Init_thread",
     "Intracomm",
@@ -190,6 +226,43 @@ __all__ = [
     "Wtick",
     "Wtime",
 ]
+__all__ += [
+    "Aint_add",
+    "Aint_diff",
+    "Alloc_mem",
+    "Flush_buffer",
+    "Free_mem",
+    "Get_abi_fortran_info",
+    "Get_abi_info",
+    "Get_abi_version",
+    "Get_address",
+    "Get_hw_resource_info",
+    "Iflush_buffer",
+    "Pcontrol",
+    "buffer",
+    "get_vendor",
+    "memory",
+]
 __all__ += list(_DATATYPES) + list(_ERROR_CLASSES)
+# Info, error handlers, added error classes (issue 11).
+__all__ += [
+    "ERRHANDLER_NULL",
+    "ERRORS_ABORT",
+    "ERRORS_ARE_FATAL",
+    "ERRORS_RETURN",
+    "INFO_ENV",
+    "INFO_NULL",
+    "MAX_INFO_KEY",
+    "MAX_INFO_VAL",
+    "Add_error_class",
+    "Add_error_code",
+    "Add_error_string",
+    "Errhandler",
+    "Info",
+    "Remove_error_class",
+    "Remove_error_code",
+    "Remove_error_string",
+]
+__all__ += ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Grequest"]  # status and requests
 
 init_on_import()

@@ -71,7 +71,12 @@ def start(thread_level: int) -> Instance:
     engine = ProgressEngine.from_params(registry, oversubscribed=identity.oversubscribed)
     secret = identity.secret if identity.secret is not None else os.urandom(32)
     btl_context = BtlContext(
-        proc=me, modex=modex, secret=secret, progress=engine, local_size=identity.local_size
+        proc=me,
+        modex=modex,
+        secret=secret,
+        progress=engine,
+        local_size=identity.local_size,
+        job_size=identity.size,
     )
     framework = open_framework(pml_framework, registry)
     context = PmlContext(proc=me, procs=procs, btl_context=btl_context, registry=registry)

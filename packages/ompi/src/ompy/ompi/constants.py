@@ -7,7 +7,7 @@ Open MPI 5's ``mpi.h`` defines.  Values ompy chooses itself say so where they ar
 
 from __future__ import annotations
 
-from typing import Final
+from typing import ClassVar, Final, Self
 
 # -- wildcards and special ranks ----------------------------------------------------------------
 
@@ -63,9 +63,11 @@ MAX_INFO_KEY: Final = 36
 MAX_INFO_VAL: Final = 256
 MAX_LIBRARY_VERSION_STRING: Final = 256
 
-# -- the version of the MPI standard reported (Open MPI 5 reports 3.1) --------------------------
+# -- the version of the MPI standard reported ---------------------------------------------------
+# Open MPI 5 reports 3.1; ompy reports 4.1, whose calls it provides (sessions, buffered-send
+# buffers per communicator and session, BUFFER_AUTOMATIC, Get_hw_resource_info).
 
-VERSION: Final = 3
+VERSION: Final = 4
 SUBVERSION: Final = 1
 
 # -- array orders -------------------------------------------------------------------------------
@@ -78,62 +80,93 @@ ORDER_F: Final = ORDER_FORTRAN
 # -- special buffer addresses ----------------------------------------------------------------------
 
 
-class BottomType(int):
-    """The type of :data:`BOTTOM`: address zero, the origin of absolute addresses."""
+class _SpecialAddress:
+    """A special buffer address: a singleton per class that behaves as its address.
+
+    As in mpi4py, it is not an ``int`` but converts to one (``int()``, ``operator.index``),
+    compares and hashes equal to its address, is true when the address is not zero, has no
+    arithmetic, and pickles by name back to the same object.  The API recognises these
+    objects by identity (``buf is IN_PLACE``), never by value.
+    """
 
     __slots__ = ()
-    _instance: BottomType | None = None
+    _name: ClassVar[str]
+    _address: ClassVar[int]
+    _instance: ClassVar[_SpecialAddress | None] = None
 
-    def __new__(cls) -> BottomType:
+    def __new__(cls) -> Self:
         if cls._instance is None:
-            cls._instance = super().__new__(cls, 0)
-        return cls._instance
+            cls._instance = object.__new__(cls)
+        return cls._instance  # type: ignore[return-value]
+
+    def __int__(self) -> int:
+        return self._address
+
+    def __index__(self) -> int:
+        return self._address
+
+    def __bool__(self) -> bool:
+        return self._address != 0
+
+    def __hash__(self) -> int:
+        return hash(self._address)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, type(self)):
+            return True
+        if isinstance(other, int):
+            return self._address == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, type(self)):
+            return False
+        if isinstance(other, int):
+            return self._address != other
+        return NotImplemented
 
     def __repr__(self) -> str:
-        return "BOTTOM"
+        return self._name
 
     def __reduce__(self) -> str:
-        return "BOTTOM"
+        return self._name
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Self:
+        return self
 
 
-class InPlaceType(int):
-    """The type of :data:`IN_PLACE`: "the data is already where the result goes"."""
+class BottomType(_SpecialAddress):
+    """Type of `BOTTOM`: address zero, the origin of absolute addresses."""
 
     __slots__ = ()
-    _instance: InPlaceType | None = None
-
-    def __new__(cls) -> InPlaceType:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls, 1)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "IN_PLACE"
-
-    def __reduce__(self) -> str:
-        return "IN_PLACE"
+    _name = "BOTTOM"
+    _address = 0
+    _instance = None
 
 
-class BufferAutomaticType(int):
-    """The type of :data:`BUFFER_AUTOMATIC` (MPI 4.1): "let the library manage Bsend space".
+class InPlaceType(_SpecialAddress):
+    """Type of `IN_PLACE`: "the data is already where the result goes" (Open MPI's 1)."""
+
+    __slots__ = ()
+    _name = "IN_PLACE"
+    _address = 1
+    _instance = None
+
+
+class BufferAutomaticType(_SpecialAddress):
+    """Type of `BUFFER_AUTOMATIC` (MPI 4.1): "let the library manage Bsend space".
 
     Open MPI 5 does not define ``MPI_BUFFER_AUTOMATIC``; ompy chooses the address 2, next to
     Open MPI's ``MPI_IN_PLACE`` (1), so that the three special addresses stay distinct.
     """
 
     __slots__ = ()
-    _instance: BufferAutomaticType | None = None
-
-    def __new__(cls) -> BufferAutomaticType:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls, 2)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "BUFFER_AUTOMATIC"
-
-    def __reduce__(self) -> str:
-        return "BUFFER_AUTOMATIC"
+    _name = "BUFFER_AUTOMATIC"
+    _address = 2
+    _instance = None
 
 
 #: Address zero: a buffer given as absolute addresses (``MPI_BOTTOM``).  ``None`` means the same.

@@ -8,7 +8,10 @@ here.  The error strings follow Open MPI's ``"MPI_ERR_NAME: what it means"`` sha
 from __future__ import annotations
 
 import builtins
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from .error_codes import ErrorCodes
 
 SUCCESS: Final = 0
 ERR_BUFFER: Final = 1
@@ -79,6 +82,8 @@ ERR_VALUE_TOO_LARGE: Final = 79
 ERR_ERRHANDLER: Final = 80
 #: The last predefined error class; user-added classes come after it.
 ERR_LASTCODE: Final = 92
+#: MPI 5's ABI error class; Open MPI 5 has none, so it is ``ERR_LASTCODE`` as in mpi4py on it.
+ERR_ABI: Final = ERR_LASTCODE
 
 _MEANINGS: Final[dict[int, tuple[str, str]]] = {
     SUCCESS: ("MPI_SUCCESS", "no errors"),
@@ -175,25 +180,58 @@ def error_class_name(code: int) -> str:
 
 
 def Get_error_class(errorcode: int) -> int:
-    """Convert an error code into an error class (each predefined code is its own class)."""
+    """Convert an error code into an error class.
+
+    Each predefined code is its own class; a code added with ``Add_error_code`` maps to the
+    class it was added to, in the error-code table of the process's default instance.
+    """
     errorcode = _as_code(errorcode)
-    return errorcode if errorcode in _MEANINGS else ERR_UNKNOWN
+    if errorcode in _MEANINGS:
+        return errorcode
+    added = _added_codes()
+    if added is not None:
+        errorclass = added.class_of(errorcode)
+        if errorclass is not None:
+            return errorclass
+    return ERR_UNKNOWN
 
 
 def Get_error_string(errorcode: int) -> str:
-    """The error string of an error code or class, Open MPI style (``"MPI_ERR_X: meaning"``)."""
+    """The error string of an error code or class, Open MPI style (``"MPI_ERR_X: meaning"``).
+
+    A user-added class or code has the string given to ``Add_error_string`` ("" without one).
+    """
     errorcode = _as_code(errorcode)
     try:
         name, meaning = _MEANINGS[errorcode]
     except KeyError:
+        added = _added_codes()
+        if added is not None and added.knows(errorcode):
+            return added.string_of(errorcode)
         return f"MPI_ERR_UNKNOWN: unknown error code {errorcode}"
     return f"{name}: {meaning}"
+
+
+def _added_codes() -> ErrorCodes | None:
+    """The user-added error classes and codes of the default instance (None without one)."""
+    from .instance import default  # the instance module imports this one
+
+    instance = default()
+    return None if instance is None else instance.error_codes
 
 
 def _as_code(errorcode: object) -> int:
     if isinstance(errorcode, bool) or not isinstance(errorcode, int):
         raise TypeError(f"an MPI error code must be an int, not {type(errorcode).__name__}")
     return int(errorcode)
+
+
+def _code_of(error: object) -> int | None:
+    """The int an ``MPI.Exception`` orders against: an int or another exception's code."""
+    try:
+        return int(error)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
 
 
 # mpi4py's name (MPI.Exception); it shadows the builtin inside this module only.
@@ -224,6 +262,22 @@ class Exception(builtins.RuntimeError):
         equal = self.__eq__(error)
         return equal if equal is NotImplemented else not equal
 
+    def __lt__(self, error: object) -> bool:
+        other = _code_of(error)
+        return NotImplemented if other is None else self.ob_mpi < other
+
+    def __le__(self, error: object) -> bool:
+        other = _code_of(error)
+        return NotImplemented if other is None else self.ob_mpi <= other
+
+    def __gt__(self, error: object) -> bool:
+        other = _code_of(error)
+        return NotImplemented if other is None else self.ob_mpi > other
+
+    def __ge__(self, error: object) -> bool:
+        other = _code_of(error)
+        return NotImplemented if other is None else self.ob_mpi >= other
+
     def __hash__(self) -> int:
         return hash(self.ob_mpi)
 
@@ -237,8 +291,13 @@ class Exception(builtins.RuntimeError):
         return f"MPI.Exception({self.ob_mpi})"
 
     def __str__(self) -> str:
+        # With a detail, the error class's name and the detail: the class's generic meaning
+        # ("known error not in list", "invalid communicator") says less than the detail does.
         if self.detail:
-            return f"{self.Get_error_string()}: {self.detail}"
+            name = _MEANINGS.get(self.ob_mpi, (None,))[0]
+            if name is not None:
+                return f"{name}: {self.detail}"
+            return f"{self.Get_error_string() or f'error code {self.ob_mpi}'}: {self.detail}"
         return self.Get_error_string()
 
     def __reduce__(self):

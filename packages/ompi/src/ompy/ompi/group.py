@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
 from .constants import CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
-from .handle import Handle
+from .handle import Handle, predefine
 
 if TYPE_CHECKING:
     from .api.session import Session
@@ -45,6 +45,9 @@ class Members:
     #: The MPI instance the processes belong to (where a communicator over them is built:
     #: ``Intracomm.Create_from_group``); None for groups made outside any instance.
     instance: Instance | None = None
+    #: The session a process-set group came from (its communicators use the session's
+    #: buffered-send buffer); None for groups of the world model.
+    session: Any = None
     #: Process identifier -> rank in this group.
     ranks: dict[Hashable, int] = attrs.field(init=False)
 
@@ -61,13 +64,7 @@ class Group(Handle, referent="_members"):
 
     __slots__ = ("_members",)
 
-    def __init__(self, group: Group | None = None) -> None:
-        if group is None:
-            self._members: Members | None = None
-        elif isinstance(group, Group):
-            self._members = group._members
-        else:
-            raise TypeError(f"Group() takes a Group to refer to, not {type(group).__name__}")
+    _members: Members | None
 
     @classmethod
     def from_procs(
@@ -80,7 +77,7 @@ class Group(Handle, referent="_members"):
         """
         procs = tuple(procs)
         if not procs:
-            return GROUP_EMPTY
+            return cls._of(_EMPTY)  # a new handle to the empty group, as MPI's calls give
         return cls._of(Members(procs, local, instance=instance))
 
     @classmethod
@@ -96,7 +93,13 @@ class Group(Handle, referent="_members"):
         group._members = members
         return group
 
-    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
+    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
+
+    def _instance_for_handles(self) -> Any:
+        members = self._members
+        if members is not None and members.instance is not None:
+            return members.instance
+        return super()._instance_for_handles()
 
     def __repr__(self) -> str:
         if self._members is None:
@@ -236,14 +239,22 @@ class Group(Handle, referent="_members"):
         """Duplicate a group."""
         members = self.members
         if not members.procs:
-            return GROUP_EMPTY
-        return type(self)._of(Members(members.procs, members.local, instance=members.instance))
+            return type(self)._of(_EMPTY)
+        return type(self)._of(
+            Members(
+                members.procs, members.local, instance=members.instance, session=members.session
+            )
+        )
 
     def Free(self) -> None:
         """Free a group."""
-        if self.members.predefined:
+        self.members  # noqa: B018  (GROUP_NULL: an error)
+        if self._constant():
             raise MPIException(ERR_GROUP, "GROUP_EMPTY is predefined and cannot be freed")
         self._members = None
+
+    def _free(self) -> None:
+        self.Free()
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -257,10 +268,11 @@ def _checked(group: object, operation: str) -> Group:
 
 def _derived(cls: type[Group], procs: tuple, *sources: Members) -> Group:
     if not procs:
-        return GROUP_EMPTY
+        return cls._of(_EMPTY)
     local = next((s.local for s in sources if s.local is not None), None)
     instance = next((s.instance for s in sources if s.instance is not None), None)
-    return cls._of(Members(procs, local, instance=instance))
+    session = next((s.session for s in sources if s.session is not None), None)
+    return cls._of(Members(procs, local, instance=instance, session=session))
 
 
 def _rank_list(ranks: Iterable[int], operation: str) -> list[int]:
@@ -320,10 +332,10 @@ def _expand_ranges(triplets: Iterable, operation: str) -> list[int]:
 
 _EMPTY: Final = Members((), None, predefined=True)
 
+#: The null group handle (registered first: null handles pickle as it).
+GROUP_NULL: Final = predefine(Group(), "GROUP_NULL", 0)
 #: The group without members.
-GROUP_EMPTY: Final = Group._of(_EMPTY)
-#: The null group handle.
-GROUP_NULL: Final = Group()
+GROUP_EMPTY: Final = predefine(Group._of(_EMPTY), "GROUP_EMPTY", 1)
 
 
 def _world_group() -> Group:

@@ -27,10 +27,13 @@ from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.progress import ProgressEngine
 
+from .attributes import KeyvalTable
 from .constants import THREAD_SINGLE
+from .error_codes import ErrorCodes
 from .errors import ERR_INTERN, ERR_OTHER
 from .errors import Exception as MPIException
 from .group import Group, Members
+from .handle import HandleTable
 from .mca.coll.base.select import CollSelection
 from .mca.op.base.select import OpSelection
 from .mca.pml.interface import PmlModule
@@ -101,10 +104,16 @@ class Instance:
     pickled_recvs: list[Any] = attrs.field(factory=list)
     _progress_registered: bool = False
     _advancing: bool = False
+    #: Error classes, codes and strings the program added (``MPI.Add_error_class``, ...).
+    error_codes: ErrorCodes = attrs.field(factory=ErrorCodes, repr=False)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
     rendezvous: Rendezvous = attrs.field(
         default=attrs.Factory(_rendezvous, takes_self=True), repr=False
     )
+    #: The attribute keys of every kind of object (``Comm.Create_keyval``, ...).
+    keyvals: KeyvalTable = attrs.field(factory=KeyvalTable, repr=False)
+    #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).
+    handles: HandleTable = attrs.field(factory=HandleTable, repr=False)
 
     # -- groups ------------------------------------------------------------------------------
 
@@ -200,6 +209,9 @@ class _DefaultInstance:
     uncaught: bool = False
     #: Whether the exit hooks (excepthook, atexit) are installed; once per process.
     exit_hooks: bool = False
+    #: The ``ompy.rc`` options read when ``ompy.MPI`` was imported
+    #: (:class:`ompy.ompi.api.rcoptions.RcOptions`; None before that).
+    options: Any = None
     lock: threading.RLock = attrs.field(factory=threading.RLock)
 
 

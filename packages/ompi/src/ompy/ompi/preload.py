@@ -33,7 +33,7 @@ def _import_mpi_api() -> None:
     switched off and then forgotten: a rank's own ``from ompy import MPI`` runs the module
     again (cheap, every dependency is loaded) and initializes as usual.
     """
-    from ompy.ompi.api import rc
+    from ompy import rc
 
     saved = rc.initialize
     rc.initialize = False

@@ -35,6 +35,7 @@ import itertools
 import os
 import selectors
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -78,6 +79,7 @@ class EventLoop:
         self._order = itertools.count()
         self._previous_wakeup_fd: int | None = None
         self._closed = False
+        self._wake_lock = threading.RLock()
 
     # -- file descriptors ---------------------------------------------------------------------
 
@@ -135,11 +137,16 @@ class EventLoop:
     def wake(self) -> None:
         """End the current or the next wait of :meth:`run_once`; safe from any thread or a
         signal handler."""
-        if self._closed:
-            return
-        # A full pipe means wake-ups are pending already: the loop wakes anyway.
-        with contextlib.suppress(BlockingIOError):
-            os.write(self._wake_w, b"\0")
+        # Under the lock: closing the pipe in another thread between a check and the write
+        # would make this write to a closed descriptor, or to whatever reused its number.  An
+        # RLock, so that a Python signal handler waking the loop while the same thread is in
+        # here does not deadlock.
+        with self._wake_lock:
+            if self._closed:
+                return
+            # A full pipe means wake-ups are pending already: the loop wakes anyway.
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_w, b"\0")
 
     def post(self, callback: Callback) -> None:
         """Run ``callback()`` in the loop's thread at its next pass; safe from any thread."""
@@ -220,9 +227,10 @@ class EventLoop:
 
     def close(self) -> None:
         """Release the selector and the pipe and give signals back (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._wake_lock:
+            if self._closed:
+                return
+            self._closed = True
         if self._previous_wakeup_fd is not None:
             signal.set_wakeup_fd(self._previous_wakeup_fd)
             self._previous_wakeup_fd = None

@@ -43,6 +43,18 @@ def register_params(registry: Registry) -> None:
         scope=scope,
     )
     registry.register(
+        "orte_exit_grace",
+        ParamType.FLOAT,
+        1.0,
+        "Seconds a rank that calls sys.exit before every other rank reached MPI Finalize waits "
+        "for them: ranks that all end within it (each calling sys.exit(main()), say) finalize "
+        "together, a normal end; otherwise the rank leaves without finalizing and ompy run "
+        "ends the job with its exit code (the others may be blocked on it)",
+        level=6,
+        minimum=0,
+        scope=scope,
+    )
+    registry.register(
         "orte_drain_timeout",
         ParamType.FLOAT,
         2.0,

@@ -11,7 +11,17 @@ launched rank then connects to the launcher's control server and
   by sending itself SIGTERM (the same signal a local launcher would send);
 * registers :meth:`Runtime.finalize` with :mod:`atexit`.  After an uncaught exception the
   rank does *not* finalize at exit (it did not finish cleanly): the launcher sees the
-  exception, then the connection close.
+  exception, then the connection close.  Nor does it when the layer above said it could not
+  finish (:meth:`Runtime.unfinished`, e.g. MPI's Finalize at exit failed): the rank tells the
+  launcher it is leaving without finalizing, and the launcher ends the job;
+* removes ``OMPY_SECRET`` from ``os.environ`` once the identity is read, so that the
+  processes a rank starts do not inherit the job's secret.
+
+Exits before the job's end: a program that ends by ``SystemExit`` has its exit status noted
+(:func:`note_exit`, called by the fork server's rank runner).  The layer that finalizes at exit
+(MPI) asks :meth:`Runtime.leave_if_early` before its collective Finalize: if another rank has
+not reached Finalize, that collective could wait for ever (the others may be blocked on this
+rank), so the rank leaves at once with its exit status and the launcher ends the job.
 
 A singleton (started without ``ompy run``) gets the same API backed by an in-process modex.
 
@@ -27,6 +37,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -38,9 +49,10 @@ from typing import Any, NoReturn
 
 import msgpack
 
-from ompy.opal import output
+from ompy.opal import output, proctitle
 from ompy.orte.control import ControlClient, ControlError, ModexStore, protocol
 from ompy.orte.control.client import DEFAULT_CONNECT_TIMEOUT as CONNECT_TIMEOUT
+from ompy.orte.control.environment import SECRET
 from ompy.orte.mca.ess import Identity
 from ompy.orte.mca.ess.base import select_module
 
@@ -153,6 +165,10 @@ class Runtime:
         self._lock = threading.Lock()
         self._previous_hook = sys.excepthook
         self._client: ControlClient | None = None
+        #: ``(status, what the program did)`` when it ends by ``SystemExit`` (see note_exit).
+        self.exit_request: tuple[int, str] | None = None
+        #: Why the layer above could not finalize; set, the rank does not finalize at exit.
+        self._unfinished: str | None = None
         if identity.singleton:
             self.modex = Modex(identity.rank, _LocalBackend())
             return
@@ -210,6 +226,44 @@ class Runtime:
         finally:
             self._client.close()
 
+    def announce_finalizing(self) -> None:
+        """Tell the launcher this rank entered the closing synchronization (MPI Finalize).
+
+        A rank that later calls ``sys.exit`` may finalize with the others only once every
+        rank has announced this (see :meth:`leave_if_early`).
+        """
+        if self._client is not None and not self._finalized:
+            self._client.request(protocol.FINALIZING, timeout=LIFECYCLE_TIMEOUT)
+
+    def leave_if_early(self) -> None:
+        """Before a finalize at exit: leave now if the program ended by ``sys.exit`` early.
+
+        Does nothing unless the program ended by ``SystemExit`` (:attr:`exit_request`) in a
+        launched rank.  The launcher answers whether every other rank has reached Finalize or
+        called ``sys.exit`` too (waiting ``orte_exit_grace`` seconds for it): then the rank
+        finalizes with them (a normal end) and this returns; otherwise the launcher ends the
+        job with this rank's exit status, and the rank exits at once with that status,
+        without the collective Finalize its peers could never join.
+        """
+        if self._client is None or self._finalized or self.exit_request is None:
+            return
+        status, how = self.exit_request
+        try:
+            # No timeout: the launcher answers within orte_exit_grace, or is gone.
+            may_finalize = self._client.request(protocol.LEAVING, code=status, how=how)
+        except ControlError:
+            may_finalize = False  # the launcher is gone or refused: do not wait for anyone
+        if not may_finalize:
+            self._finalized = True
+            self._exit_now(status)
+
+    def unfinished(self, reason: str) -> None:
+        """The layer above could not finalize (``reason`` says why): do not finalize at exit.
+
+        At exit the rank tells the launcher it leaves without finalizing, with ``reason``.
+        """
+        self._unfinished = reason
+
     def report_exception(self, tb_text: str) -> bool:
         """Send a traceback to the launcher, which prints it with this rank's number.
 
@@ -228,7 +282,15 @@ class Runtime:
         # The launcher prints a reported traceback once, tagged with the rank, and only for the
         # rank that failed first; printing it here too would show every rank's consequential
         # errors (peers failing their next fence) as well.
-        text = "".join(traceback.format_exception(kind, value, tb))
+        from ompy.opal.mca import MCAError
+        from ompy.opal.mca.params import ParamError
+
+        if isinstance(value, (MCAError, ParamError)):
+            # A configuration the user must fix (a component that cannot run, a bad value):
+            # the message says what and where; the frames of the selection code would not.
+            text = f"{kind.__name__}: {value}\n"
+        else:
+            text = "".join(traceback.format_exception(kind, value, tb))
         try:
             delivered = self.report_exception(text)
         except Exception:  # reporting must never hide the original error
@@ -243,8 +305,26 @@ class Runtime:
             self._finalized = True
             self._client.close()
             return
+        if self._unfinished is not None and self._client is not None:
+            self._finalized = True
+            with contextlib.suppress(ControlError):
+                self._client.request(
+                    protocol.LEAVING,
+                    timeout=LIFECYCLE_TIMEOUT,
+                    code=None,
+                    how=f"exited without finalizing ({self._unfinished})",
+                )
+            self._client.close()
+            return
         with contextlib.suppress(ControlError):
             self.finalize()
+
+    @staticmethod
+    def _exit_now(status: int) -> NoReturn:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(status)
 
     def _on_lost(self, reason: str) -> None:
         with contextlib.suppress(Exception):
@@ -279,6 +359,26 @@ def _connect_timeout() -> float:
     return params.get("orte_connect_timeout")
 
 
+def note_exit(status: int, how: str) -> None:
+    """The program is ending by ``SystemExit`` with exit ``status``; ``how`` says it in words.
+
+    Called by whoever runs the program and sees the exception (the fork server's rank runner)
+    before the interpreter's exit handlers run; a process without a run-time ignores it.
+    """
+    runtime = _runtime
+    if runtime is not None and runtime.pid == os.getpid():
+        runtime.exit_request = (status, how)
+
+
+def _show_identity(identity: Identity) -> None:
+    """Let ``ps`` tell the ranks apart: ``ompy rank 3/8 of job 1a2b: python app.py``."""
+    proctitle.set_title(
+        f"ompy rank {identity.rank}/{identity.size} of job {identity.jobid}: "
+        f"{shlex.join(sys.orig_argv)}",
+        name=f"ompy-rank{identity.rank}",
+    )
+
+
 def init(environ: Mapping[str, str] | None = None) -> Runtime:
     """Start the run-time of this process, or return the one already started.
 
@@ -296,11 +396,15 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
             return _runtime
         _component, module = select_module(environ)
         identity = module.identity()
+        if environ is None:
+            # Read: the processes this rank starts must not inherit the job's secret.
+            os.environ.pop(SECRET, None)
         if identity.singleton:
             os.makedirs(identity.session_dir, mode=0o700, exist_ok=True)
         runtime = Runtime(identity, connect_timeout=_connect_timeout())
         output.name_process(f"rank {identity.rank}")
         if not identity.singleton:
+            _show_identity(identity)
             sys.excepthook = runtime._excepthook
         atexit.register(runtime._at_exit)
         _runtime = runtime

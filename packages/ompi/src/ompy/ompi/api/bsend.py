@@ -6,18 +6,41 @@ takes its size plus ``BSEND_OVERHEAD`` bytes, as MPI tells programs to budget fo
 (``MPI.BSEND_OVERHEAD``).  The space is managed first-fit over a list of free extents, which
 stays short because buffered sends are few and complete in order.  ``BUFFER_AUTOMATIC``
 (MPI 4.1) lets the library allocate the copies itself, without a limit.
+
+MPI 4.1 gives a buffer to each communicator and session too (:mod:`.buffering`): every one is
+a pool of its own, and the process's pool (``instance.bsend``) also counts the sends pending in
+all of them (``outstanding``), which ``Finalize`` waits for.  A flush (``Flush_buffer``) is a
+request that completes when the pool has no pending send left.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..completion import CoreRequest
 from ..constants import BSEND_OVERHEAD, BUFFER_AUTOMATIC
 from ..datatype.buffer import BufferSpec, export_buffer
 from ..errors import ERR_BUFFER
 from ..errors import Exception as MPIException
+
+if TYPE_CHECKING:
+    from .communicator import Communicator
+
+
+def buffer_pool(comm: Communicator) -> BsendPool:
+    """The buffer a buffered send on ``comm`` uses, in MPI 4.1's order: the communicator's own,
+    else its session's (a communicator derived from a session), else the process's."""
+    pool = comm.bsend
+    if pool is not None and pool.is_attached:
+        return pool
+    session = comm.session
+    if session is not None:
+        pool = session.bsend
+        if pool is not None and pool.is_attached:
+            return pool
+    return comm.instance.bsend
 
 
 @attrs.define(eq=False)
@@ -30,14 +53,35 @@ class Reservation:
 
 
 class BsendPool:
-    """The attached buffer of one process and the space its pending buffered sends hold."""
+    """One attached buffer (of the process, a communicator or a session) and the space its
+    pending buffered sends hold."""
 
-    def __init__(self) -> None:
+    def __init__(self, process: BsendPool | None = None) -> None:
         self._obj: Any = None
         self._view: memoryview | None = None
         self._automatic = False
         self._free: list[tuple[int, int]] = []  # (offset, size), sorted by offset
+        #: Buffered sends copied into this pool and not yet sent.
         self.pending = 0
+        #: On the process's pool: the pending sends of every pool of the instance.
+        self.outstanding = 0
+        self._process = self if process is None else process
+        #: Flush requests waiting for ``pending`` to reach 0.
+        self._flushes: list[CoreRequest] = []
+
+    @property
+    def is_attached(self) -> bool:
+        """Whether a buffer (or ``BUFFER_AUTOMATIC``) is attached."""
+        return self._view is not None or self._automatic
+
+    def flush_request(self) -> CoreRequest:
+        """A request that completes once every send now pending in this pool has gone."""
+        request = CoreRequest()
+        if self.pending == 0:
+            request.complete = True
+        else:
+            self._flushes.append(request)
+        return request
 
     @property
     def attached(self) -> Any:
@@ -81,11 +125,17 @@ class BsendPool:
             view = reservation.view
         view[:] = spec.view
         self.pending += 1
+        self._process.outstanding += 1
         return BufferSpec(view, spec.count, spec.datatype, view), reservation
 
     def release(self, reservation: Reservation) -> None:
         """Give a completed send's space back."""
         self.pending -= 1
+        self._process.outstanding -= 1
+        if self.pending == 0 and self._flushes:
+            flushes, self._flushes = self._flushes, []
+            for request in flushes:
+                request.finish()
         if reservation.offset < 0:
             return
         self._free.append((reservation.offset, reservation.size))
@@ -102,8 +152,9 @@ class BsendPool:
         if self._view is None:
             raise MPIException(
                 ERR_BUFFER,
-                f"{call}: no buffer is attached for buffered sends; call "
-                f"MPI.Attach_buffer(bytearray(size)) with room for each message plus "
+                f"{call}: no buffer is attached for buffered sends (to the communicator, its "
+                f"session or the process); call MPI.Attach_buffer(bytearray(size)) or "
+                f"comm.Attach_buffer(...) with room for each message plus "
                 f"MPI.BSEND_OVERHEAD ({BSEND_OVERHEAD}) bytes",
             )
         need = nbytes + BSEND_OVERHEAD

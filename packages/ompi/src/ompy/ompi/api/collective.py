@@ -33,6 +33,7 @@ from ..op import SUM, Op
 from . import object_collectives as objects
 from .checks import as_int
 from .communicator import Communicator
+from .in_place import given, or_in_place
 from .request import Request
 from .vector_messages import parse_vector_message
 
@@ -72,6 +73,7 @@ class Collectives:
     def _bcast_args(self, call: str, buf: Any, root: Any) -> tuple[Communicator, BufferSpec, int]:
         c = self._live(call)
         root = _root(root, c, call)
+        buf = given(buf, call, "buf")
         return c, parse_buffer(buf, readonly=c.rank == root), root
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
@@ -92,7 +94,9 @@ class Collectives:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
+            sendbuf = given(sendbuf, call, "sendbuf")
             return c, _send_spec(sendbuf, call, in_place=False), None, root
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if vector:
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
@@ -130,9 +134,11 @@ class Collectives:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
+            recvbuf = given(recvbuf, call, "recvbuf")
             if recvbuf is IN_PLACE:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
             return c, None, parse_buffer(recvbuf, readonly=False), root
+        sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
         if vector:
             sendspec = _vector(sendbuf, c.size, call, "sendbuf")
         else:
@@ -168,6 +174,7 @@ class Collectives:
         self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
     ) -> tuple[Communicator, BufferSpec, VectorBufferSpec]:
         c = self._live(call)
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if vector:
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
@@ -204,6 +211,7 @@ class Collectives:
     ) -> tuple[Communicator, VectorBufferSpec, VectorBufferSpec]:
         c = self._live(call)
         size = c.size
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if vector:
             recvspec = _vector(recvbuf, size, call, "recvbuf", readonly=False)
             sendspec = _vector(sendbuf, size, call, "sendbuf", in_place=True)
@@ -241,6 +249,7 @@ class Collectives:
         self, call: str, sendbuf: Any, recvbuf: Any
     ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...]]:
         c = self._live(call)
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
         if sendbuf is IN_PLACE:
             return c, None, recvspecs
@@ -266,9 +275,10 @@ class Collectives:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
-            sendspec = _send_spec(sendbuf, call, in_place=False)
+            sendspec = _send_spec(given(sendbuf, call, "sendbuf"), call, in_place=False)
             _check_op(c, op, sendspec.datatype)
             return c, sendspec, None, root
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
         _check_op(c, op, recvspec.datatype)
@@ -288,6 +298,7 @@ class Collectives:
         self, call: str, sendbuf: Any, recvbuf: Any, op: Any
     ) -> tuple[Communicator, BufferSpec, BufferSpec]:
         c = self._live(call)
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
         _check_op(c, op, recvspec.datatype)
@@ -328,6 +339,7 @@ class Collectives:
     ) -> tuple[Communicator, BufferSpec, BufferSpec]:
         c = self._live(call)
         size = c.size
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if sendbuf is IN_PLACE:
             whole = _blocks(recvbuf, size, readonly=False, call=call)
             recvspec = _first_block(whole)
@@ -361,6 +373,7 @@ class Collectives:
     ) -> tuple[Communicator, BufferSpec, BufferSpec, tuple[int, ...]]:
         c = self._live(call)
         size, rank = c.size, c.rank
+        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         parsed = parse_buffer(recvbuf, readonly=False)
         if sendbuf is IN_PLACE:
             if recvcounts is None:

@@ -11,49 +11,43 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from ..constants import (
-    APPNUM,
-    HOST,
-    IO,
-    LASTUSEDCODE,
-    PROC_NULL,
-    TAG_UB,
-    UNDEFINED,
-    UNIVERSE_SIZE,
-    WTIME_IS_GLOBAL,
-)
-from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_TAG
+from ..constants import UNDEFINED
+from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_TAG
 from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
-from ..handle import Handle
-from ..instance import world_state
+from ..handle import Handle, predefine
+from ..instance import current, world_state
+from .attributes import CommAttributes, copy_attributes, delete_attributes
+from .buffering import CommBuffering
 from .checks import as_int
 from .cid import agree_context_id, give_back
 from .collective import Collectives
+from .comm_info import CommInfo
 from .communicator import Communicator
+from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
+from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
-from .session import hints
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
 
 
-class Comm(PointToPoint, Handle, referent="_c"):
+class Comm(
+    CommAttributes,
+    CommErrhandlers,
+    CommInfo,
+    PointToPoint,
+    CommBuffering,
+    Handle,
+    referent="_c",
+):
     """Communication context."""
 
     __slots__ = ("_c",)
 
-    def __init__(self, comm: Comm | None = None) -> None:
-        if comm is None:
-            self._c: Communicator | None = None
-        elif isinstance(comm, Comm):
-            self._c = comm._c
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes a Comm to refer to, not {type(comm).__name__}"
-            )
+    _c: Communicator | None
 
     @classmethod
     def _of(cls, communicator: Communicator | None) -> Self:
@@ -77,7 +71,24 @@ class Comm(PointToPoint, Handle, referent="_c"):
     def _predefined_name(self) -> str:
         return "COMM_WORLD" if self is COMM_WORLD else "COMM_SELF"
 
-    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
+    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
+
+    def _instance_for_handles(self) -> Any:
+        c = self._c
+        return c.instance if c is not None else current("Comm.handle")
+
+    @classmethod
+    def _class_for(cls, referent: object) -> type[Self]:
+        if cls is Comm and referent is not None:
+            return Intracomm  # type: ignore[return-value]  # every ompy communicator is intra
+        return cls
+
+    def _free(self) -> None:
+        c = self._c
+        if c is None or c.freed:
+            self._c = None
+            return
+        self.Free()
 
     def __repr__(self) -> str:
         c = self._c
@@ -169,46 +180,41 @@ class Comm(PointToPoint, Handle, referent="_c"):
     def name(self, value: str) -> None:
         self.Set_name(value)
 
-    def Get_attr(self, keyval: int) -> int | bool | None:
-        """Retrieve a predefined attribute value (TAG_UB, HOST, IO, WTIME_IS_GLOBAL, ...)."""
-        c = self._live("Comm.Get_attr")
-        keyval = as_int(keyval, "Comm.Get_attr: keyval")
-        values: dict[int, Any] = {
-            TAG_UB: c.tag_ub,
-            HOST: PROC_NULL,
-            IO: c.rank,
-            WTIME_IS_GLOBAL: False,
-            APPNUM: 0,
-            UNIVERSE_SIZE: c.instance.world_size,
-            LASTUSEDCODE: ERR_LASTCODE,
-        }
-        try:
-            return values[keyval]
-        except KeyError:
-            raise MPIException(
-                ERR_KEYVAL,
-                f"Comm.Get_attr: {keyval} is not a predefined attribute key (TAG_UB, HOST, IO, "
-                "WTIME_IS_GLOBAL, APPNUM, UNIVERSE_SIZE, LASTUSEDCODE); user keyvals are not "
-                "supported",
-            ) from None
-
     # -- constructors --------------------------------------------------------------------------
 
-    def _new(self, parent: Communicator, world_ranks: tuple[int, ...] | None, how: str) -> Comm:
-        """Agree on a context id over ``parent`` and build the new communicator (if a member)."""
+    def _new(
+        self,
+        parent: Communicator,
+        world_ranks: tuple[int, ...] | None,
+        how: str,
+        hints: dict[str, str] | None = None,
+    ) -> Comm:
+        """Agree on a context id over ``parent`` and build the new communicator (if a member).
+
+        It inherits the parent's error handler and has ``hints`` (none by default).
+        """
         cid = agree_context_id(parent)
         if world_ranks is None:
             give_back(parent.instance, cid)
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        return type(self)._of(Communicator.create(parent.instance, cid, world_ranks, name))
+        new = Communicator.create(parent.instance, cid, world_ranks, name)
+        new.session = parent.session
+        new.errhandler = parent.errhandler
+        new.hints = dict(hints or {})
+        return type(self)._of(new)
 
-    def Dup(self, info: Any = None) -> Comm:
-        """Duplicate a communicator."""
+    def Dup(self, info: Info | None = None) -> Self:
+        """Duplicate a communicator: its attributes go through their copy callbacks, and it
+        has the hints of ``info`` (else the parent's)."""
         c = self._live("Comm.Dup")
-        return self._new(c, c.world_ranks, "DUP")
+        hints = c.hints if info is None else info_items(info, "Comm.Dup")
+        dup = self._new(c, c.world_ranks, "DUP", hints)
+        if dup._c is not None:
+            copy_attributes(c, dup._c, "Comm.Dup")
+        return dup  # type: ignore[return-value]
 
-    def Clone(self) -> Comm:
+    def Clone(self) -> Self:
         """Clone an existing communicator."""
         return self.Dup()
 
@@ -221,18 +227,21 @@ class Comm(PointToPoint, Handle, referent="_c"):
             raise MPIException(ERR_ARG, f"Comm.Split: color {color} must be >= 0 or UNDEFINED")
         return self._split(c, color, key, "SPLIT")
 
-    def _split(self, c: Communicator, color: int, key: int, how: str) -> Comm:
+    def _split(
+        self, c: Communicator, color: int, key: int, how: str, hints: dict[str, str] | None = None
+    ) -> Comm:
         pairs = allgather(c, (color, key))
         if color == UNDEFINED:
             return self._new(c, None, how)
         members = sorted((k, r) for r, (col, k) in enumerate(pairs) if col == color)
-        return self._new(c, tuple(c.world_ranks[r] for _, r in members), how)
+        return self._new(c, tuple(c.world_ranks[r] for _, r in members), how, hints)
 
-    def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> Comm:
+    def Split_type(self, split_type: int, key: int = 0, info: Info = INFO_NULL) -> Comm:
         """Split communicator by type: COMM_TYPE_SHARED groups the processes of each node."""
         c = self._live("Comm.Split_type")
         split_type = as_int(split_type, "Comm.Split_type: split_type")
         key = as_int(key, "Comm.Split_type: key")
+        hints = info_items(info, "Comm.Split_type")
         if split_type == UNDEFINED:
             return self._split(c, UNDEFINED, key, "SPLIT_TYPE")
         if split_type != COMM_TYPE_SHARED:
@@ -242,7 +251,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
                 "MPI.COMM_TYPE_SHARED or MPI.UNDEFINED)",
             )
         node = c.instance.procs[c.instance.world_rank].node_id
-        return self._split(c, node, key, "SPLIT_TYPE")
+        return self._split(c, node, key, "SPLIT_TYPE", hints)
 
     def Create(self, group: Group) -> Comm:
         """Create communicator from group (collective over this communicator)."""
@@ -265,6 +274,7 @@ class Comm(PointToPoint, Handle, referent="_c"):
         c = self._live("Comm.Free")
         if c.predefined:
             raise MPIException(ERR_COMM, f"Comm.Free: {c.name} is predefined and cannot be freed")
+        delete_attributes(c)  # while the communicator still works (callbacks may use it)
         c.destroy()
         self._c = None
 
@@ -290,21 +300,30 @@ class Intracomm(Comm, Collectives):
             raise MPIException(
                 ERR_TAG, f"Comm.Create_group: tag {tag} is not in 0..{c.tag_ub} (TAG_UB)"
             )
-        return Intracomm._of(create_group(c, group, tag))
+        new = create_group(c, group, tag)
+        new.errhandler = c.errhandler
+        return Intracomm._of(new)
 
     @classmethod
     def Create_from_group(
         cls,
         group: Group,
         stringtag: str = "org.mpi4py",
-        info: Any = None,
-        errhandler: Any = None,
+        info: Info = INFO_NULL,
+        errhandler: Errhandler | None = None,
     ) -> Intracomm:
         """Create communicator from group (collective over the group's members only)."""
-        hints(info, "Intracomm.Create_from_group")
-        return Intracomm._of(create_from_group(group, stringtag))
+        hints = info_items(info, "Intracomm.Create_from_group")
+        handler = errhandler_object(errhandler, "comm", "Intracomm.Create_from_group")
+        new = create_from_group(group, stringtag)
+        new.hints = hints
+        new.errhandler = handler
+        return Intracomm._of(new)
 
 
-COMM_NULL = Comm()
-COMM_WORLD = Intracomm()
-COMM_SELF = Intracomm()
+#: Null communicator handle (registered first: null handles pickle as it).
+COMM_NULL = predefine(Comm(), "COMM_NULL", 2)
+#: World communicator (Open MPI's Fortran handles: COMM_WORLD 0, COMM_SELF 1, COMM_NULL 2).
+COMM_WORLD = predefine(Intracomm(), "COMM_WORLD", 0)
+#: Self communicator.
+COMM_SELF = predefine(Intracomm(), "COMM_SELF", 1)

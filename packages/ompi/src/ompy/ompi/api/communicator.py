@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..attributes import AttributeSet
+from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..group import Group
 from ..instance import Instance
 from ..mca.coll.base import comm_select, comm_unselect
@@ -18,18 +20,24 @@ class Communicator:
     """One communicator of this process (shared by every handle that refers to it)."""
 
     __slots__ = (
+        "__weakref__",
+        "attributes",
+        "bsend",
         "channels",
         "coll",
         "context_id",
         "engine",
+        "errhandler",
         "freed",
         "group",
+        "hints",
         "instance",
         "name",
         "pml",
         "pml_state",
         "predefined",
         "rank",
+        "session",
         "size",
         "tag_ub",
         "world_ranks",
@@ -61,6 +69,18 @@ class Communicator:
         self.channels: dict[int, int] = {}
         #: The collective operations' function table (the coll framework's selection).
         self.coll: Any = None
+        #: What a failing call on this communicator does (see :mod:`.errhandler`); new
+        #: communicators inherit their parent's.
+        self.errhandler: ErrhandlerObject = ERRORS_RETURN
+        #: The info hints in force (``Comm.Set_info``/``Get_info``, ``Dup_with_info``).
+        self.hints: dict[str, str] = {}
+        #: The attributes cached on this communicator (``Comm.Set_attr``).
+        self.attributes = AttributeSet()
+        #: This communicator's own buffered-send buffer (``Comm.Attach_buffer``), if any.
+        self.bsend: Any = None
+        #: The session this communicator derives from (None: the world model); its buffer
+        #: serves buffered sends when the communicator has none (:mod:`.buffering`).
+        self.session: Any = None
 
     @classmethod
     def create(

@@ -207,7 +207,10 @@ def create_from_group(group: object, stringtag: object) -> Communicator:
     instance, procs = members_of(group, call)
     cid = agree_over(instance, ("Create_from_group", stringtag, procs), procs)
     name = f"MPI COMMUNICATOR {cid} FROM GROUP {stringtag!r}"
-    return Communicator.create(instance, cid, procs, name)
+    communicator = Communicator.create(instance, cid, procs, name)
+    if isinstance(group, Group):  # members_of checked it; this tells the type checker
+        communicator.session = group.members.session
+    return communicator
 
 
 def create_group(parent: Communicator, group: object, tag: int) -> Communicator:
@@ -224,4 +227,6 @@ def create_group(parent: Communicator, group: object, tag: int) -> Communicator:
         )
     cid = agree_over(instance, ("Create_group", parent.context_id, tag, procs), procs)
     name = f"MPI COMMUNICATOR {cid} CREATE_GROUP FROM {parent.context_id}"
-    return Communicator.create(instance, cid, procs, name)
+    communicator = Communicator.create(instance, cid, procs, name)
+    communicator.session = parent.session
+    return communicator

@@ -3,13 +3,18 @@
 ``Init_thread`` takes a reference to the process's default instance (building it with the
 run-time on first use: :mod:`ompy.ompi.boot`), creates ``COMM_WORLD`` (context id 0) and
 ``COMM_SELF`` (1) on it, and fences, so no process sends before every process can receive.
-Importing ``ompy.MPI`` does this unless ``rc.initialize`` is off.
+Importing ``ompy.MPI`` does this unless ``ompy.rc.initialize`` is off (:mod:`ompy.rc`).
 
 ``Finalize`` waits for pending buffered sends, synchronizes the world (a barrier that keeps
 progressing, so outgoing data is delivered), fences, frees the predefined communicators and lets
-go of the instance, which is torn down once no session holds it either.  Unless
-``rc.finalize`` is off it runs at exit, but not after an uncaught exception: then the launcher
-reports the failure and ends the job.
+go of the instance, which is torn down once no session holds it either.  It runs at exit when
+``ompy.rc.finalize`` says so (by default: when the import initialized MPI, as with mpi4py; a
+program that calls ``Init`` itself calls ``Finalize`` too), but not after an uncaught exception:
+then the launcher reports the failure and ends the job.  Nor after ``sys.exit`` while another
+rank has not reached Finalize (the run-time's ``leave_if_early``): the others may be blocked on
+this rank, so it leaves with its exit status and the launcher ends the job.  A rank that exits
+without finalizing (Finalize at exit failed, or off and not called) says so, and the launcher
+ends the job too (Open MPI's rule: every rank that initialized must finalize).
 """
 
 from __future__ import annotations
@@ -19,18 +24,19 @@ import sys
 import threading
 from typing import Any
 
+import attrs
+
 from .. import boot
 from ..constants import (
-    THREAD_FUNNELED,
     THREAD_MULTIPLE,
-    THREAD_SERIALIZED,
     THREAD_SINGLE,
 )
 from ..errors import ERR_ARG, ERR_OTHER
 from ..errors import Exception as MPIException
 from ..instance import Instance, acquire, adopt, current, release, world_state
 from ..threads import provide
-from . import rc
+from . import rcoptions
+from .attributes import delete_attributes, install_predefined
 from .comm import COMM_SELF, COMM_WORLD
 from .communicator import Communicator
 from .internal import barrier
@@ -38,12 +44,7 @@ from .internal import barrier
 #: The level of thread support ompy provides at most: with ``THREAD_MULTIPLE`` the instance
 #: switches to its locked variants (:mod:`ompy.ompi.threads`).
 MAX_THREAD_LEVEL = THREAD_MULTIPLE
-THREAD_LEVELS = {
-    "single": THREAD_SINGLE,
-    "funneled": THREAD_FUNNELED,
-    "serialized": THREAD_SERIALIZED,
-    "multiple": THREAD_MULTIPLE,
-}
+THREAD_LEVELS = rcoptions.THREAD_LEVELS
 
 
 # -- initialization ------------------------------------------------------------------------------
@@ -92,6 +93,7 @@ def _install(instance: Instance) -> None:
     world = Communicator.create(
         instance, 0, tuple(range(instance.world_size)), "MPI_COMM_WORLD", predefined=True
     )
+    install_predefined(world)
     self_comm = Communicator.create(
         instance, 1, (instance.world_rank,), "MPI_COMM_SELF", predefined=True
     )
@@ -117,11 +119,24 @@ def _install_exit_hooks() -> None:
 
 def _finalize_at_exit() -> None:
     state = world_state()
-    if not rc.finalize or state.uncaught or not state.world_initialized:
+    if state.uncaught or not state.world_initialized or state.world_finalized:
         return
-    if state.world_finalized:
+    runtime = current("Finalize").runtime
+    options = state.options
+    if options is not None and not options.finalize:
+        if runtime is not None:
+            runtime.unfinished("MPI.Finalize was not called, and ompy.rc.finalize is off")
         return
-    Finalize()
+    if runtime is not None:
+        runtime.leave_if_early()  # returns only if this rank may finalize with the others
+    try:
+        Finalize()
+    except BaseException as error:
+        if runtime is not None:
+            runtime.unfinished(
+                f"the implicit MPI.Finalize at exit raised {type(error).__name__}: {error}"
+            )
+        raise
 
 
 # -- finalization --------------------------------------------------------------------------------
@@ -134,8 +149,15 @@ def Finalize() -> None:
         what = "finalized" if state.world_finalized else "not initialized"
         raise MPIException(ERR_OTHER, f"Finalize: MPI is {what}")
     instance = current("Finalize")
+    if instance.runtime is not None:
+        instance.runtime.announce_finalizing()
     world, self_comm = COMM_WORLD._c, COMM_SELF._c
-    instance.engine.wait_until(lambda: instance.bsend.pending == 0)
+    # MPI's rule: first the equivalent of freeing COMM_SELF (its attributes' delete callbacks,
+    # the last set first), before anything else is torn down; then COMM_WORLD's attributes.
+    for communicator in (self_comm, world):
+        if communicator is not None:
+            delete_attributes(communicator)
+    instance.engine.wait_until(lambda: instance.bsend.outstanding == 0)
     if world is not None and world.size > 1:
         barrier(world)
     # Everyone leaves the barrier before anyone tears down its BTLs: a rank's last barrier
@@ -197,12 +219,21 @@ def Detach_buffer() -> Any:
 
 
 def init_on_import() -> None:
-    """What importing ``ompy.MPI`` does: ``Init_thread`` at ``rc.thread_level`` if wanted."""
-    if not rc.initialize or world_state().world_initialized:
+    """What importing ``ompy.MPI`` does: read ``ompy.rc``, then initialize as it says.
+
+    ``rc.threads`` (the default) initializes with ``Init_thread(rc.thread_level)``, otherwise
+    with ``Init()``.  MPI initialized already (the module imported again) is left as it is and
+    not finalized at exit by this import's options, as mpi4py does.
+    """
+    options = rcoptions.resolve()
+    state = world_state()
+    if state.world_initialized:
+        state.options = attrs.evolve(options, finalize=False)
         return
-    level = THREAD_LEVELS.get(str(rc.thread_level).lower())
-    if level is None:
-        raise ValueError(
-            f"ompy rc.thread_level = {rc.thread_level!r} is not one of {sorted(THREAD_LEVELS)}"
-        )
-    Init_thread(level)
+    state.options = options
+    if not options.initialize:
+        return
+    if options.threads:
+        Init_thread(options.thread_level)
+    else:
+        Init()

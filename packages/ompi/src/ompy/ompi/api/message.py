@@ -15,6 +15,7 @@ from ..constants import ANY_SOURCE, ANY_TAG
 from ..datatype.buffer import parse_buffer
 from ..errors import ERR_REQUEST
 from ..errors import Exception as MPIException
+from ..handle import Handle, predefine
 from ..status import Status
 from .communicator import Communicator
 from .ops import fill_status, proc_null_request, raise_if_failed, wait
@@ -24,42 +25,29 @@ from .request import Request
 _NO_PROC = object()
 
 
-class Message:
+class Message(Handle, referent="_message"):
     """Matched message."""
 
     __slots__ = ("_comm", "_message")
 
-    def __init__(self, message: Message | None = None) -> None:
-        if message is None:
-            self._message: Any = None
-            self._comm: Communicator | None = None
-        elif isinstance(message, Message):
-            self._message = message._message
-            self._comm = message._comm
-        else:
-            raise TypeError(f"Message() takes a Message to refer to, not {type(message).__name__}")
+    _message: Any
+    _comm: Communicator | None
 
     @classmethod
     def _of(cls, message: Any, comm: Communicator | None) -> Message:
-        handle = cls.__new__(cls)
+        handle = object.__new__(cls)  # not Handle.__new__: every matched probe makes one
         handle._message = message
         handle._comm = comm
         return handle
 
-    def __bool__(self) -> bool:
-        return self._message is not None
+    __hash__ = None  # type: ignore[assignment]  # a handle changes when it is received
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Message):
-            return NotImplemented
-        return self._message is other._message
+    def _instance_for_handles(self) -> Any:
+        comm = self._comm
+        return comm.instance if comm is not None else super()._instance_for_handles()
 
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, Message):
-            return NotImplemented
-        return self._message is not other._message
-
-    __hash__ = None  # type: ignore[assignment]
+    def _free(self) -> None:
+        """``free()`` leaves a matched message alone (mpi4py's meaning): receive it instead."""
 
     def __repr__(self) -> str:
         if self._message is None:
@@ -151,5 +139,7 @@ class Message:
         return Request._of(PickledRecv(comm, message.source, message.tag, message), comm)
 
 
-MESSAGE_NULL = Message()
-MESSAGE_NO_PROC = Message._of(_NO_PROC, None)
+#: Null message handle.
+MESSAGE_NULL = predefine(Message(), "MESSAGE_NULL", 0)
+#: The message of a probe with source PROC_NULL.
+MESSAGE_NO_PROC = predefine(Message._of(_NO_PROC, None), "MESSAGE_NO_PROC", 1)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..completion import CoreRequest
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import BufferSpec
 from ..errors import SUCCESS
 from ..mca.pml.interface import SendMode
-from ..request import CoreRequest
 from ..status import Status
+from .bsend import buffer_pool
 from .communicator import Communicator
 
 STANDARD = SendMode.STANDARD
@@ -52,7 +53,7 @@ def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call:
     Under the MPI lock: the pool is the process's, and the release callback must be attached
     before another thread's progress can complete the send.
     """
-    pool = comm.instance.bsend
+    pool = buffer_pool(comm)
     with comm.engine.lock:
         copy, reservation = pool.copy_in(spec, call)
         try:
@@ -90,30 +91,18 @@ def fill_status(status: Status | None, request: Any) -> None:
     """Copy a completed request's source, tag, error, byte count and cancel flag."""
     if status is None:
         return
-    status.MPI_SOURCE = request.source
-    status.MPI_TAG = request.tag
-    status.MPI_ERROR = request.error
-    status.nbytes = request.count
-    status.cancelled_flag = request.cancelled
+    status._fill(request.source, request.tag, request.error, request.count, request.cancelled)
 
 
 def fill_empty(status: Status | None) -> None:
     """The empty status MPI reports for null and inactive requests."""
     if status is None:
         return
-    status.MPI_SOURCE = ANY_SOURCE
-    status.MPI_TAG = ANY_TAG
-    status.MPI_ERROR = SUCCESS
-    status.nbytes = 0
-    status.cancelled_flag = False
+    status._fill(ANY_SOURCE, ANY_TAG, SUCCESS, 0, False)
 
 
 def fill_probe(status: Status | None, source: int, tag: int, count: int) -> None:
     """The status of a probed message."""
     if status is None:
         return
-    status.MPI_SOURCE = source
-    status.MPI_TAG = tag
-    status.MPI_ERROR = SUCCESS
-    status.nbytes = count
-    status.cancelled_flag = False
+    status._fill(source, tag, SUCCESS, count, False)

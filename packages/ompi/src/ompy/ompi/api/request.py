@@ -1,46 +1,58 @@
-"""``MPI.Request`` and ``MPI.Prequest``: handles on operations in flight, and the waits.
+"""``MPI.Request``, ``MPI.Prequest``, ``MPI.Grequest``: handles on operations, and completion.
 
-A request handle refers to one operation (a PML request, or a composite such as a pickled
-receive) until it completes: then, as in mpi4py, a completed ordinary request becomes
-``REQUEST_NULL`` in place, and a persistent request becomes inactive (``Start`` reuses it).
-Null and inactive requests count as already complete with an empty status in every wait and
-test.  Waits loop over the progress engine of the request's communicator.
+A request handle refers to one operation (a PML request, a collective schedule, a composite such
+as a pickled receive, or a user's generalized request) until it completes: then, as in mpi4py,
+a completed ordinary request becomes ``REQUEST_NULL`` in place (the handle object itself, so a
+tuple of requests works as well as a list), and a persistent request becomes inactive (``Start``
+reuses it).  Null and inactive requests count as already complete with an empty status in every
+wait and test.  Waits loop over the progress engine of the request's communicator (of the
+process instance, for generalized requests).
+
+The many-request calls follow mpi4py's rules for ``statuses``: a list shorter than the number of
+statuses reported is extended with new ``Status`` objects, and its first ``len(requests)``
+entries are overwritten, with the empty status where nothing was reported.
 """
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, Self
 
+from .. import instance as instances
+from ..completion import CoreRequest
 from ..constants import UNDEFINED
-from ..errors import ERR_REQUEST
+from ..errors import ERR_OTHER, ERR_REQUEST
 from ..errors import Exception as MPIException
+from ..handle import Handle, predefine
 from ..status import Status
-from .communicator import Communicator
+from .errhandler import RequestErrhandlers
 from .ops import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
 Starter = Callable[[], Any]
 
 
-class Request:
+class Progressing(Protocol):
+    """What a request waits through: a communicator or, for generalized requests, an instance."""
+
+    @property
+    def engine(self) -> Any: ...
+
+
+class Request(RequestErrhandlers, Handle, referent="_core"):
     """Request handler."""
 
     __slots__ = ("_comm", "_core")
 
-    def __init__(self, request: Request | None = None) -> None:
-        if request is None:
-            self._core: Any = None
-            self._comm: Communicator | None = None
-        elif isinstance(request, Request):
-            self._core = request._core
-            self._comm = request._comm
-        else:
-            raise TypeError(f"Request() takes a Request to refer to, not {type(request).__name__}")
+    _core: Any
+    _comm: Progressing | None
 
     @classmethod
-    def _of(cls, core: Any, comm: Communicator) -> Request:
-        request = cls.__new__(cls)
+    def _of(cls, core: Any, comm: Progressing) -> Request:
+        # object.__new__, not Handle.__new__: every send and receive makes one (hot path).
+        request = object.__new__(cls)
         request._core = core
         request._comm = comm
         return request
@@ -66,6 +78,13 @@ class Request:
 
     __hash__ = None  # type: ignore[assignment]  # a handle changes when it completes
 
+    def _instance_for_handles(self) -> Any:
+        comm = self._comm
+        return comm.instance if comm is not None else super()._instance_for_handles()
+
+    def _free(self) -> None:
+        self.Free()
+
     def __repr__(self) -> str:
         if self._is_null():
             return "<Request REQUEST_NULL>"
@@ -81,7 +100,7 @@ class Request:
         core = self._core
         if core is None or core.complete:
             return True
-        self._comm.engine.progress()
+        self._comm.engine.progress()  # type: ignore[union-attr]  # an active request has one
         return core.complete
 
     def _done(self) -> bool:
@@ -91,7 +110,7 @@ class Request:
     def _wait_core(self) -> None:
         core = self._core
         if core is not None and not core.complete:
-            self._comm.engine.wait_until(lambda: core.complete)
+            self._comm.engine.wait_until(lambda: core.complete)  # type: ignore[union-attr]
 
     def _retire(self, status: Status | None) -> Any:
         """Report a completed request: fill ``status``, release the handle, raise or return."""
@@ -99,11 +118,24 @@ class Request:
         if core is None:
             fill_empty(status)
             return None
+        if type(core) is GeneralizedCore:
+            self._release()
+            return core.retire(status)
         fill_status(status, core)
         self._release()
         if core.exception is not None:
             raise core.exception
         return getattr(core, "result", None)
+
+    def _peek(self, status: Status | None) -> None:
+        """Fill ``status`` from a completed request without releasing it (``Get_status``)."""
+        core = self._core
+        if core is None:
+            fill_empty(status)
+        elif type(core) is GeneralizedCore:
+            core.query(status)
+        else:
+            fill_status(status, core)
 
     def _release(self) -> None:
         self._core = None
@@ -125,28 +157,36 @@ class Request:
 
     def Get_status(self, status: Status | None = None) -> bool:
         """Non-destructive test for the completion of a request."""
-        core = self._core
-        if core is None:
-            fill_empty(status)
-            return True
         if not self._test_core():
             return False
-        fill_status(status, core)
+        self._peek(status)
         return True
 
     def Cancel(self) -> None:
-        """Cancel a request (a receive not yet matched is cancelled; other cancels may fail)."""
+        """Cancel a request.
+
+        A receive not yet matched is cancelled; a send is cancelled if the PML can still
+        retract it (else the PML says why, as an ``MPI.Exception``); a generalized request
+        calls its ``cancel_fn``.  A cancelled request still has to be completed (Wait/Test/Free),
+        and its status then says ``Is_cancelled()``.
+        """
         core, comm = self._core, self._comm
-        if core is None or core.complete or comm is None:
+        if core is None:
             return
-        with comm.engine.lock:  # a receive leaves the PML's matching state
+        if comm is None:
+            core.cancel()
+            return
+        with comm.engine.lock:  # THREAD_MULTIPLE: a cancel changes the PML's matching state
             core.cancel()
 
     def Free(self) -> None:
         """Free a communication request (the operation itself still completes)."""
-        if self._is_null():
+        core = self._core
+        if core is None:
             raise MPIException(ERR_REQUEST, "Request.Free: the request is REQUEST_NULL")
         self._core = None
+        if type(core) is GeneralizedCore:
+            core.release_handle()
 
     # -- lowercase -----------------------------------------------------------------------------
 
@@ -174,24 +214,28 @@ class Request:
     @classmethod
     def Waitany(cls, requests: Sequence[Request], status: Status | None = None) -> int:
         """Wait for any previously initiated request to complete; UNDEFINED if all are null."""
-        index = _wait_any(requests)
-        if index == UNDEFINED:
-            fill_empty(status)
-            return UNDEFINED
-        requests[index]._retire(status)
-        return index
+        return _waitany(_listed(requests), status)[0]
 
     @classmethod
     def Testany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool]:
         """Test for completion of any previously initiated request."""
-        active = _active(requests)
+        index, flag, _obj = _testany(_listed(requests), status)
+        return (index, flag)
+
+    @classmethod
+    def Get_status_any(
+        cls, requests: Sequence[Request], status: Status | None = None
+    ) -> tuple[int, bool]:
+        """Non-destructive test for the completion of any requests."""
+        listed = _listed(requests)
+        active = _active(listed)
         if not active:
             fill_empty(status)
             return (UNDEFINED, True)
-        _progress_unless_done(requests, active)
+        _progress_unless_done(listed, active)
         for index in active:
-            if requests[index]._core.complete:
-                requests[index]._retire(status)
+            if listed[index]._core.complete:
+                listed[index]._peek(status)
                 return (index, True)
         return (UNDEFINED, False)
 
@@ -200,17 +244,28 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> Literal[True]:
         """Wait for all previously initiated requests to complete."""
-        _wait_all(requests)
-        _retire_all(requests, range(len(requests)), statuses)
+        _waitall(_listed(requests), statuses)
         return True
 
     @classmethod
     def Testall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> bool:
         """Test for completion of all previously initiated requests."""
-        _progress_unless_done(requests, _active(requests))
-        if not all(request._done() for request in requests):
+        return _testall(_listed(requests), statuses) is not None
+
+    @classmethod
+    def Get_status_all(
+        cls, requests: Sequence[Request], statuses: list[Status] | None = None
+    ) -> bool:
+        """Non-destructive test for the completion of all requests."""
+        listed = _listed(requests)
+        report = _report(statuses, len(listed))
+        _progress_unless_done(listed, _active(listed))
+        if not all(request._done() for request in listed):
+            report.store(len(listed))
             return False
-        _retire_all(requests, range(len(requests)), statuses)
+        for position, request in enumerate(listed):
+            request._peek(report.slot(position))
+        report.store(len(listed))
         return True
 
     @classmethod
@@ -218,80 +273,92 @@ class Request:
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> list[int] | None:
         """Wait for some previously initiated requests to complete; None if all are null."""
-        if _wait_any(requests) == UNDEFINED:
-            return None
-        return _retire_done(requests, statuses)
+        return _some(_listed(requests), statuses, wait=True)[0]
 
     @classmethod
     def Testsome(
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> list[int] | None:
         """Test for completion of some previously initiated requests; None if all are null."""
-        active = _active(requests)
+        return _some(_listed(requests), statuses, wait=False)[0]
+
+    @classmethod
+    def Get_status_some(
+        cls, requests: Sequence[Request], statuses: list[Status] | None = None
+    ) -> list[int] | None:
+        """Non-destructive test for completion of some requests; None if all are null."""
+        listed = _listed(requests)
+        active = _active(listed)
+        report = _report(statuses, len(listed))
         if not active:
+            report.store(UNDEFINED)
             return None
-        _progress_unless_done(requests, active)
-        return _retire_done(requests, statuses)
+        _progress_unless_done(listed, active)
+        done = [index for index in active if listed[index]._core.complete]
+        for position, index in enumerate(done):
+            listed[index]._peek(report.slot(position))
+        report.store(len(done))
+        return done
 
     @classmethod
     def waitany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, Any]:
         """Wait for any previously initiated request to complete; (index, object)."""
-        index = _wait_any(requests)
-        if index == UNDEFINED:
-            fill_empty(status)
-            return (UNDEFINED, None)
-        return (index, requests[index]._retire(status))
+        return _waitany(_listed(requests), status)
 
     @classmethod
     def testany(
         cls, requests: Sequence[Request], status: Status | None = None
     ) -> tuple[int, bool, Any | None]:
         """Test for completion of any previously initiated request; (index, flag, object)."""
-        active = _active(requests)
-        if not active:
-            fill_empty(status)
-            return (UNDEFINED, True, None)
-        _progress_unless_done(requests, active)
-        for index in active:
-            if requests[index]._core.complete:
-                return (index, True, requests[index]._retire(status))
-        return (UNDEFINED, False, None)
+        return _testany(_listed(requests), status)
+
+    @classmethod
+    def get_status_any(
+        cls, requests: Sequence[Request], status: Status | None = None
+    ) -> tuple[int, bool]:
+        """Non-destructive test for the completion of any requests."""
+        return Request.Get_status_any(requests, status)
 
     @classmethod
     def waitall(cls, requests: Sequence[Request], statuses: list[Status] | None = None) -> list:
         """Wait for all previously initiated requests to complete; the received objects."""
-        _wait_all(requests)
-        return _retire_all(requests, range(len(requests)), statuses)
+        return _waitall(_listed(requests), statuses)
 
     @classmethod
     def testall(
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[bool, list | None]:
         """Test for completion of all previously initiated requests; (flag, objects)."""
-        _progress_unless_done(requests, _active(requests))
-        if not all(request._done() for request in requests):
-            return (False, None)
-        return (True, _retire_all(requests, range(len(requests)), statuses))
+        objects = _testall(_listed(requests), statuses)
+        return (objects is not None, objects)
+
+    @classmethod
+    def get_status_all(
+        cls, requests: Sequence[Request], statuses: list[Status] | None = None
+    ) -> bool:
+        """Non-destructive test for the completion of all requests."""
+        return Request.Get_status_all(requests, statuses)
 
     @classmethod
     def waitsome(
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[list[int] | None, list | None]:
         """Wait for some previously initiated requests to complete; (indices, objects)."""
-        if _wait_any(requests) == UNDEFINED:
-            return (None, None)
-        return _retire_done_objects(requests, statuses)
+        return _some(_listed(requests), statuses, wait=True)
 
     @classmethod
     def testsome(
         cls, requests: Sequence[Request], statuses: list[Status] | None = None
     ) -> tuple[list[int] | None, list | None]:
         """Test for completion of some previously initiated requests; (indices, objects)."""
-        active = _active(requests)
-        if not active:
-            return (None, None)
-        _progress_unless_done(requests, active)
-        return _retire_done_objects(requests, statuses)
+        return _some(_listed(requests), statuses, wait=False)
+
+    @classmethod
+    def get_status_some(
+        cls, requests: Sequence[Request], statuses: list[Status] | None = None
+    ) -> list[int] | None:
+        """Non-destructive test for completion of some requests."""
+        return Request.Get_status_some(requests, statuses)
 
 
 class Prequest(Request):
@@ -299,15 +366,16 @@ class Prequest(Request):
 
     __slots__ = ("_starter",)
 
-    def __init__(self, request: Prequest | None = None) -> None:
-        super().__init__(request)
-        self._starter: Starter | None = None
-        if isinstance(request, Prequest):
-            self._starter = request._starter
+    _starter: Starter | None
+
+    def __new__(cls, obj: Handle | None = None) -> Self:
+        if obj is not None and obj and not isinstance(obj, Prequest):
+            raise TypeError(f"Prequest() refers to a Prequest, not {type(obj).__name__}")
+        return super().__new__(cls, obj)
 
     @classmethod
-    def _persistent(cls, starter: Starter, comm: Communicator) -> Prequest:
-        request = cls.__new__(cls)
+    def _persistent(cls, starter: Starter, comm: Progressing) -> Prequest:
+        request = object.__new__(cls)
         request._core = None
         request._comm = comm
         request._starter = starter
@@ -315,6 +383,9 @@ class Prequest(Request):
 
     def _is_null(self) -> bool:
         return self._starter is None
+
+    def _referent(self) -> object:
+        return self._starter  # a persistent request is its starter, active or not
 
     def _release(self) -> None:
         self._core = None  # inactive, ready for the next Start
@@ -324,7 +395,7 @@ class Prequest(Request):
             return self._starter is other._starter
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         if self._is_null():
@@ -349,13 +420,15 @@ class Prequest(Request):
     @classmethod
     def Startall(cls, requests: Sequence[Prequest]) -> None:
         """Start a collection of persistent requests."""
-        for request in requests:
+        persistent: list[Prequest] = []
+        for request in _listed(requests):
             if not isinstance(request, Prequest):
                 raise TypeError(
                     f"Startall: expecting persistent requests (Prequest), not "
                     f"{type(request).__name__}"
                 )
-        for request in requests:
+            persistent.append(request)
+        for request in persistent:
             request.Start()
 
     @classmethod
@@ -371,33 +444,265 @@ class Prequest(Request):
         self._core = None
 
 
-REQUEST_NULL = Request()
+# -- generalized requests ----------------------------------------------------------------------
 
 
-# -- helpers of the many-request calls ---------------------------------------------------------
+class GeneralizedCore(CoreRequest):
+    """The operation behind a ``Grequest``: the user's callbacks and who completed it.
+
+    MPI's rules: ``query_fn(status, *args, **kwargs)`` fills the status each time the request is
+    reported (Wait/Test/Get_status); ``free_fn(*args, **kwargs)`` runs once, when the handle is
+    released after completion (or at completion, if the handle was freed first);
+    ``cancel_fn(completed, *args, **kwargs)`` runs on every Cancel.  An exception a callback
+    raises becomes an ``MPI.Exception`` of the same error class (``ERR_OTHER`` if it was not an
+    MPI error), raised by the call that ran it, after its traceback is printed to stderr.
+    """
+
+    __slots__ = (
+        "args",
+        "cancel_fn",
+        "engine",
+        "free_fn",
+        "freed",
+        "handle_released",
+        "kwargs",
+        "query_fn",
+        "result",
+    )
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        query_fn: Callable[..., None] | None,
+        free_fn: Callable[..., None] | None,
+        cancel_fn: Callable[..., None] | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.query_fn = query_fn
+        self.free_fn = free_fn
+        self.cancel_fn = cancel_fn
+        self.args = args
+        self.kwargs = kwargs
+        self.result: Any = None
+        self.freed = False  # free_fn has run
+        self.handle_released = False
+
+    def _call(self, what: str, function: Callable[..., None], *first: Any) -> None:
+        try:
+            function(*first, *self.args, **self.kwargs)
+        except Exception as error:
+            # As mpi4py: the callback's traceback goes to stderr (the error may surface far from
+            # the callback, in a Waitall), and the call that ran it raises an MPI.Exception.
+            traceback.print_exception(error, file=sys.stderr)
+            if isinstance(error, MPIException):
+                raise
+            raise MPIException(
+                ERR_OTHER, f"the generalized request's {what} raised {error!r}"
+            ) from error
+
+    def query(self, status: Status | None) -> None:
+        """The status MPI reports: empty, then what ``query_fn`` sets."""
+        report = Status()
+        if self.query_fn is not None:
+            self._call("query_fn", self.query_fn, report)
+            if self.cancel_fn is None:
+                report.Set_cancelled(False)
+        if status is not None:
+            status._copy_from(report)
+
+    def retire(self, status: Status | None) -> Any:
+        """Report the completed request and release it: query, then free; the object."""
+        result, self.result = self.result, None
+        try:
+            self.query(status)
+        finally:
+            self.release_handle()
+        return result
+
+    def release_handle(self) -> None:
+        """The user let go of the handle: ``free_fn`` runs now, or once the request completes."""
+        self.handle_released = True
+        if self.complete:
+            self._free()
+
+    def _free(self) -> None:
+        if self.freed:
+            return
+        self.freed = True
+        if self.free_fn is not None:
+            self._call("free_fn", self.free_fn)
+
+    def cancel(self) -> None:
+        if self.cancel_fn is not None:
+            self._call("cancel_fn", self.cancel_fn, self.complete)
+
+    def mark_complete(self) -> None:
+        if self.complete:
+            raise MPIException(
+                ERR_REQUEST, "Grequest.Complete: the generalized request is already complete"
+            )
+        self.finish()
+        self.engine.wakeup()  # a wait in another thread may be sleeping
+        if self.handle_released:
+            self._free()
 
 
-def _checked(requests: Sequence[Request]) -> Sequence[Request]:
-    for request in requests:
+class Grequest(Request):
+    """Generalized request handler."""
+
+    __slots__ = ("_greq",)
+
+    _greq: GeneralizedCore | None
+
+    def __new__(cls, obj: Handle | None = None) -> Self:
+        if obj is not None and obj and not isinstance(obj, Grequest):
+            raise TypeError(f"Grequest() refers to a Grequest, not {type(obj).__name__}")
+        return super().__new__(cls, obj)
+
+    def _instance_for_handles(self) -> Any:
+        return self._comm  # a generalized request waits through its instance itself
+
+    @classmethod
+    def Start(
+        cls,
+        query_fn: Callable[..., None] | None = None,
+        free_fn: Callable[..., None] | None = None,
+        cancel_fn: Callable[..., None] | None = None,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> Grequest:
+        """Create and return a user-defined request."""
+        for name, function in (
+            ("query_fn", query_fn),
+            ("free_fn", free_fn),
+            ("cancel_fn", cancel_fn),
+        ):
+            if function is not None and not callable(function):
+                kind = type(function).__name__
+                raise TypeError(f"Grequest.Start: {name} must be callable or None, not {kind}")
+        owner = instances.current("Grequest.Start")
+        core = GeneralizedCore(
+            owner.engine,
+            query_fn=query_fn,
+            free_fn=free_fn,
+            cancel_fn=cancel_fn,
+            args=tuple(args) if args is not None else (),
+            kwargs=dict(kwargs) if kwargs is not None else {},
+        )
+        request = cls.__new__(cls)
+        request._core = core
+        request._comm = owner
+        request._greq = core
+        return request
+
+    def Complete(self) -> None:
+        """Notify that a user-defined request is complete."""
+        core = self._greq
+        if core is None:
+            raise MPIException(ERR_REQUEST, "Grequest.Complete: the request is REQUEST_NULL")
+        core.mark_complete()
+
+    def complete(self, obj: Any = None) -> None:
+        """Notify that a user-defined request is complete; ``obj`` is what ``wait`` returns."""
+        core = self._greq
+        if core is not None:
+            core.result = obj
+        self.Complete()
+
+
+#: Null request handle.
+REQUEST_NULL = predefine(Request(), "REQUEST_NULL", 0)
+
+
+# -- the many-request calls --------------------------------------------------------------------
+
+
+def _listed(requests: Sequence[Request]) -> list[Request]:
+    """The requests of a sequence (anything with ``len`` and indexing, as mpi4py takes)."""
+    try:
+        if type(requests) is list or type(requests) is tuple:
+            listed = list(requests)
+        else:
+            listed = [requests[index] for index in range(len(requests))]
+    except (TypeError, KeyError):
+        raise TypeError(
+            f"expecting a sequence of Request (a list or tuple), not {type(requests).__name__}"
+        ) from None
+    for request in listed:
         if not isinstance(request, Request):
             raise TypeError(f"expecting a sequence of Request, got a {type(request).__name__}")
-    return requests
+    return listed
 
 
-def _active(requests: Sequence[Request]) -> list[int]:
-    """Indices of the requests with an operation in flight or completed but not reported."""
-    return [i for i, request in enumerate(_checked(requests)) if request._core is not None]
+class _Report:
+    """The statuses a many-request call reports, stored into the caller's list at the end.
 
+    Without a caller's list it holds nothing and does nothing: one shared instance serves
+    (``_report``), so the common ``Waitall(requests)`` builds no object for it.
+    """
 
-def _progress_unless_done(requests: Sequence[Request], active: list[int]) -> None:
-    """One progress pass when any active request is still pending (MPI's tests progress)."""
-    for index in active:
-        if not requests[index]._core.complete:
-            requests[index]._comm.engine.progress()
+    __slots__ = ("count", "filled", "statuses")
+
+    def __init__(self, statuses: Sequence[Status] | None, count: int) -> None:
+        self.statuses = statuses
+        self.count = count
+        self.filled = None if statuses is None else [Status() for _ in range(count)]
+
+    def slot(self, position: int) -> Status | None:
+        return None if self.filled is None else self.filled[position]
+
+    def store(self, outcount: int) -> None:
+        """Extend the caller's list to ``outcount`` entries and copy the reported statuses."""
+        statuses, filled = self.statuses, self.filled
+        if statuses is None or filled is None or outcount == UNDEFINED:
             return
+        size = len(statuses)
+        if outcount > size and isinstance(statuses, list):
+            statuses.extend(Status() for _ in range(size, outcount))
+            size = outcount
+        for position in range(min(self.count, size)):
+            target = statuses[position]
+            if not isinstance(target, Status):
+                raise TypeError(f"expecting a list of Status, got a {type(target).__name__}")
+            target._copy_from(filled[position])
 
 
-def _wait_any(requests: Sequence[Request]) -> int:
+_NOTHING_TO_REPORT = _Report(None, 0)
+
+
+def _report(statuses: Sequence[Status] | None, count: int) -> _Report:
+    return _NOTHING_TO_REPORT if statuses is None else _Report(statuses, count)
+
+
+def _active(requests: list[Request]) -> list[int]:
+    """Indices of the requests with an operation in flight or completed but not reported."""
+    return [index for index, request in enumerate(requests) if request._core is not None]
+
+
+def _engines(requests: list[Request], active: list[int]) -> list[Any]:
+    """The distinct progress engines of the pending requests (one, but for test worlds with an
+    instance per rank and generalized requests on the default instance)."""
+    engines: list[Any] = []
+    for index in active:
+        request = requests[index]
+        if not request._core.complete:
+            engine = request._comm.engine  # type: ignore[union-attr]
+            if engine not in engines:
+                engines.append(engine)
+    return engines
+
+
+def _progress_unless_done(requests: list[Request], active: list[int]) -> None:
+    """One progress pass when any active request is still pending (MPI's tests progress)."""
+    for engine in _engines(requests, active):
+        engine.progress()
+
+
+def _wait_any(requests: list[Request]) -> int:
     """Progress until one active request completes; its index, or UNDEFINED if none is active."""
     active = _active(requests)
     if not active:
@@ -407,39 +712,27 @@ def _wait_any(requests: Sequence[Request]) -> int:
         if core.complete:
             return index
     found: list[int] = []
+    first, *others = _engines(requests, active)
 
     def any_complete() -> bool:
+        for engine in others:
+            engine.progress()
         for index, core in cores:
             if core.complete:
                 found.append(index)
                 return True
         return False
 
-    requests[active[0]]._comm.engine.wait_until(any_complete)
+    first.wait_until(any_complete)
     return found[0]
 
 
-def _wait_all(requests: Sequence[Request]) -> None:
-    for index in _active(requests):
-        requests[index]._wait_core()
-
-
-def _status_slot(statuses: list[Status] | None, position: int) -> Status | None:
-    if statuses is None:
-        return None
-    while len(statuses) <= position:
-        statuses.append(Status())
-    return statuses[position]
-
-
-def _retire_all(
-    requests: Sequence[Request], indices: Sequence[int], statuses: list[Status] | None
-) -> list:
+def _retire_each(requests: list[Request], indices: Sequence[int], report: _Report) -> list:
     """Retire every request; the first failure is raised after all are reported."""
     results, failure = [], None
     for position, index in enumerate(indices):
         try:
-            results.append(requests[index]._retire(_status_slot(statuses, position)))
+            results.append(requests[index]._retire(report.slot(position)))
         except MPIException as error:
             results.append(None)
             failure = failure or error
@@ -448,14 +741,64 @@ def _retire_all(
     return results
 
 
-def _retire_done(requests: Sequence[Request], statuses: list[Status] | None) -> list[int]:
-    done = [i for i in _active(requests) if requests[i]._core.complete]
-    _retire_all(requests, done, statuses)
-    return done
+def _waitany(requests: list[Request], status: Status | None) -> tuple[int, Any]:
+    index = _wait_any(requests)
+    if index == UNDEFINED:
+        fill_empty(status)
+        return (UNDEFINED, None)
+    return (index, requests[index]._retire(status))
 
 
-def _retire_done_objects(
-    requests: Sequence[Request], statuses: list[Status] | None
-) -> tuple[list[int], list]:
-    done = [i for i in _active(requests) if requests[i]._core.complete]
-    return done, _retire_all(requests, done, statuses)
+def _testany(requests: list[Request], status: Status | None) -> tuple[int, bool, Any]:
+    active = _active(requests)
+    if not active:
+        fill_empty(status)
+        return (UNDEFINED, True, None)
+    _progress_unless_done(requests, active)
+    for index in active:
+        if requests[index]._core.complete:
+            return (index, True, requests[index]._retire(status))
+    return (UNDEFINED, False, None)
+
+
+def _waitall(requests: list[Request], statuses: Sequence[Status] | None) -> list:
+    report = _report(statuses, len(requests))
+    try:
+        for index in _active(requests):
+            requests[index]._wait_core()
+        return _retire_each(requests, range(len(requests)), report)
+    finally:
+        report.store(len(requests))
+
+
+def _testall(requests: list[Request], statuses: Sequence[Status] | None) -> list | None:
+    """The objects if every request is complete (then all are retired), else None."""
+    report = _report(statuses, len(requests))
+    try:
+        _progress_unless_done(requests, _active(requests))
+        if not all(request._done() for request in requests):
+            return None
+        return _retire_each(requests, range(len(requests)), report)
+    finally:
+        report.store(len(requests))
+
+
+def _some(
+    requests: list[Request], statuses: Sequence[Status] | None, *, wait: bool
+) -> tuple[list[int] | None, list | None]:
+    """Waitsome/Testsome: (indices, objects) of the completed requests; (None, None) if none
+    is active."""
+    report = _report(statuses, len(requests))
+    active = _active(requests)
+    if not active:
+        report.store(UNDEFINED)
+        return (None, None)
+    if wait:
+        _wait_any(requests)
+    else:
+        _progress_unless_done(requests, active)
+    done = [index for index in active if requests[index]._core.complete]
+    try:
+        return (done, _retire_each(requests, done, report))
+    finally:
+        report.store(len(done))

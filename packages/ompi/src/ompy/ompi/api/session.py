@@ -25,27 +25,32 @@ Process sets: ``mpi://WORLD`` (every process of the job), ``mpi://SELF`` (the ca
 ``Get_pset_info`` reports ``mpi_size``.  Groups made from a process set carry the session's
 instance, which ``Intracomm.Create_from_group`` builds the communicator on (:mod:`.from_group`).
 
-Info results (``Get_info``, ``Get_pset_info``) are :class:`SessionInfo` objects: read-only
-mappings with ``MPI.Info``'s reading methods.  ``MPI.Info`` is written on another branch;
-when it is merged, the lead engineer replaces :class:`SessionInfo` and :func:`hints` with it.
+``Get_info`` and ``Get_pset_info`` return new ``MPI.Info`` objects; ``info`` arguments are
+``MPI.Info`` (or ``INFO_NULL``/None).  Error handlers (``Session.Init(errhandler=...)``,
+``Set_errhandler``, ...) come from :mod:`.errhandler`, whose mixin this class inherits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from typing import Any, Self, TypeVar, cast
 
 import attrs
 
 from .. import boot
 from ..constants import THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE
+from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..errors import ERR_ARG, ERR_INFO_VALUE, ERR_SESSION
 from ..errors import Exception as MPIException
 from ..group import Group, Members
-from ..handle import Handle
+from ..handle import Handle, predefine
 from ..instance import Instance, acquire, release, world_state
 from ..threads import provide
+from .bsend import BsendPool
+from .buffering import SessionBuffering
 from .checks import as_int
+from .errhandler import Errhandler, SessionErrhandlers, errhandler_object
+from .info import INFO_NULL, Info, info_items
 
 G = TypeVar("G", bound=Group)
 
@@ -62,77 +67,12 @@ THREAD_LEVEL_NAMES = {
 }
 
 
-# -- info (MPI.Info replaces these at merge) ------------------------------------------------------
-
-
-class SessionInfo(Mapping[str, str]):
-    """The hints a session reports: a read-only mapping with ``MPI.Info``'s reading methods.
-
-    Replaced by ``MPI.Info`` when the branch that writes it is merged.
-    """
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, str]) -> None:
-        self._items = dict(items)
-
-    def __getitem__(self, key: str) -> str:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __repr__(self) -> str:
-        return f"<SessionInfo {self._items!r}>"
-
-    def Get(self, key: str) -> str | None:
-        """Retrieve the value associated with a key (None if absent)."""
-        if not isinstance(key, str):
-            raise TypeError(f"Info.Get: the key must be a str, not {type(key).__name__}")
-        return self._items.get(key)
-
-    def Get_nkeys(self) -> int:
-        """Return the number of currently defined keys in info."""
-        return len(self._items)
-
-    def Get_nthkey(self, n: int) -> str:
-        """Return the *n*-th defined key in info."""
-        n = as_int(n, "Info.Get_nthkey: n")
-        keys = list(self._items)
-        if not 0 <= n < len(keys):
-            raise MPIException(ERR_ARG, f"Info.Get_nthkey: {n} is not in 0..{len(keys) - 1}")
-        return keys[n]
-
-    def Free(self) -> None:
-        """Free an info object (it is empty afterwards)."""
-        self._items.clear()
-
-
-def hints(info: object, call: str) -> dict[str, str]:
-    """The key/value pairs of an ``info`` argument (None or a null/empty info: none).
-
-    Replaced by a check for ``MPI.Info`` when the branch that writes it is merged.
-    """
-    if info is None:
-        return {}
-    if not isinstance(info, Mapping):
-        raise TypeError(f"{call}: info must be an Info, not {type(info).__name__}")
-    pairs = dict(info.items())
-    for key, value in pairs.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"{call}: info keys and values are str, got {key!r}: {value!r}")
-    return pairs
-
-
 def granted_level(info: object, call: str) -> int:
     """The thread level a session with ``info`` gets: what its ``thread_level`` asks for
     (``THREAD_MULTIPLE`` without one), at most what ompy provides."""
     from .init import MAX_THREAD_LEVEL  # the world model's module imports the communicators
 
-    text = hints(info, call).get("thread_level")
+    text = info_items(info, call).get("thread_level")
     if text is None:
         return MAX_THREAD_LEVEL
     for level, name in THREAD_LEVEL_NAMES.items():
@@ -155,27 +95,22 @@ class SessionState:
     instance: Instance
     #: The thread level this session was granted.
     thread_level: int
-    #: The error handler given to ``Session.Init`` (None: errors raise ``MPI.Exception``).
-    errhandler: Any
+    #: The session's error handler (``ERRORS_RETURN`` unless ``Init`` or ``Set_errhandler``
+    #: said otherwise).
+    errhandler: ErrhandlerObject
     #: Lets go of the instance; None for a session that holds no reference (:func:`session_on`).
     release: Callable[[], None] | None
     finalized: bool = False
+    #: The session's buffered-send buffer (``Session.Attach_buffer``), made on first use.
+    bsend: BsendPool | None = None
 
 
-class Session(Handle, referent="_s"):
+class Session(SessionErrhandlers, SessionBuffering, Handle, referent="_s"):
     """Session context."""
 
     __slots__ = ("_s",)
 
-    def __init__(self, session: Session | None = None) -> None:
-        if session is None:
-            self._s: SessionState | None = None
-        elif isinstance(session, Session):
-            self._s = session._s
-        else:
-            raise TypeError(
-                f"{type(self).__name__}() takes a Session to refer to, not {type(session).__name__}"
-            )
+    _s: SessionState | None
 
     @classmethod
     def _of(cls, state: SessionState) -> Self:
@@ -198,28 +133,24 @@ class Session(Handle, referent="_s"):
         what = "finalized" if state.finalized else THREAD_LEVEL_NAMES[state.thread_level]
         return f"<{type(self).__name__} {what}>"
 
-    def __reduce__(self) -> str | tuple[Any, ...]:
-        if self is SESSION_NULL:
-            return "SESSION_NULL"
-        if self._s is None:
-            return (type(self), ())
-        kind = type(self)
-        raise ValueError(f"cannot serialize '{kind.__module__}.{kind.__qualname__}' instance")
+    def _instance_for_handles(self) -> Any:
+        state = self._s
+        return state.instance if state is not None else super()._instance_for_handles()
 
-    def free(self) -> None:
-        """Call `Finalize` if not null."""
-        if self._s is not None:
-            self.Finalize()
+    def _free(self) -> None:
+        """``free()`` of a live session finalizes it (mpi4py's meaning)."""
+        self.Finalize()
 
     # -- life cycle --------------------------------------------------------------------------
 
     @classmethod
-    def Init(cls, info: Any = None, errhandler: Any = None) -> Self:
+    def Init(cls, info: Info = INFO_NULL, errhandler: Errhandler | None = None) -> Self:
         """Create a new session."""
         level = granted_level(info, "Session.Init")
+        handler = errhandler_object(errhandler, "session", "Session.Init")
         instance = acquire(lambda: boot.start(level))
         provide(instance, level)
-        return cls._of(SessionState(instance, level, errhandler, lambda: release(boot.stop)))
+        return cls._of(SessionState(instance, level, handler, lambda: release(boot.stop)))
 
     def Finalize(self) -> None:
         """Finalize a session."""
@@ -230,22 +161,22 @@ class Session(Handle, referent="_s"):
             return
         if world_state().holders == 1:  # the last holder: buffered sends must leave first
             instance = state.instance
-            instance.engine.wait_until(lambda: instance.bsend.pending == 0)
+            instance.engine.wait_until(lambda: instance.bsend.outstanding == 0)
         state.release()
 
     # -- process sets --------------------------------------------------------------------------
 
-    def Get_num_psets(self, info: Any = None) -> int:
+    def Get_num_psets(self, info: Info = INFO_NULL) -> int:
         """Number of available process sets."""
         self._live("Session.Get_num_psets")
-        hints(info, "Session.Get_num_psets")
+        info_items(info, "Session.Get_num_psets")
         return len(PSETS)
 
-    def Get_nth_pset(self, n: int, info: Any = None) -> str:
+    def Get_nth_pset(self, n: int, info: Info = INFO_NULL) -> str:
         """Name of the *n*-th process set."""
         self._live("Session.Get_nth_pset")
         n = as_int(n, "Session.Get_nth_pset: n")
-        hints(info, "Session.Get_nth_pset")
+        info_items(info, "Session.Get_nth_pset")
         if not 0 <= n < len(PSETS):
             raise MPIException(
                 ERR_ARG,
@@ -254,16 +185,16 @@ class Session(Handle, referent="_s"):
             )
         return PSETS[n]
 
-    def Get_info(self) -> SessionInfo:
+    def Get_info(self) -> Info:
         """Return the current hints for a session."""
         state = self._live("Session.Get_info")
-        return SessionInfo({"thread_level": THREAD_LEVEL_NAMES[state.thread_level]})
+        return Info.Create({"thread_level": THREAD_LEVEL_NAMES[state.thread_level]})
 
-    def Get_pset_info(self, pset_name: str) -> SessionInfo:
+    def Get_pset_info(self, pset_name: str) -> Info:
         """Return the current hints for a session and process set."""
         state = self._live("Session.Get_pset_info")
         procs = pset_procs(state.instance, pset_name, "Session.Get_pset_info")
-        return SessionInfo({"mpi_size": str(len(procs))})
+        return Info.Create({"mpi_size": str(len(procs))})
 
     def Create_group(self, pset_name: str) -> Group:
         """Create a new group from session and process set."""
@@ -271,7 +202,7 @@ class Session(Handle, referent="_s"):
 
 
 #: Null session handler.
-SESSION_NULL = Session()
+SESSION_NULL = predefine(Session(), "SESSION_NULL", 0)
 
 
 def pset_procs(instance: Instance, pset_name: object, call: str) -> tuple[int, ...]:
@@ -298,14 +229,15 @@ def pset_group(session: object, pset_name: object, kind: type[G], call: str) -> 
         raise TypeError(f"{call}: expecting a Session, not {type(session).__name__}")
     instance = session._live(call).instance
     procs = pset_procs(instance, pset_name, call)
-    return cast(G, kind._of(Members(procs, instance.world_rank, instance=instance)))
+    members = Members(procs, instance.world_rank, instance=instance, session=session._s)
+    return cast(G, kind._of(members))
 
 
-def session_on(instance: Instance, info: Any = None) -> Session:
+def session_on(instance: Instance, info: Info = INFO_NULL) -> Session:
     """A session on ``instance`` that holds no reference to the default instance.
 
     How a test gives each rank of an in-process loopback world (:mod:`.testing`) a session of
     its own: ``Session.Init`` would share the one default instance of the interpreter.
     """
     level = granted_level(info, "session_on")
-    return Session._of(SessionState(instance, level, None, None))
+    return Session._of(SessionState(instance, level, ERRORS_RETURN, None))

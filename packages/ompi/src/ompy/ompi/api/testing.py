@@ -24,12 +24,13 @@ from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.progress import ProgressEngine
 
+from ..completion import CoreRequest
 from ..constants import ANY_SOURCE, ANY_TAG, TAG_UB_VALUE
 from ..errors import ERR_TRUNCATE
 from ..errors import Exception as MPIException
 from ..instance import Instance, adopt
 from ..mca.pml.interface import PmlModule, SendMode
-from ..request import CoreRequest
+from .attributes import install_predefined
 from .comm import Intracomm
 from .communicator import Communicator
 
@@ -256,6 +257,7 @@ def make_world(
         world = Communicator.create(
             instance, 0, tuple(range(size)), "MPI_COMM_WORLD", predefined=True
         )
+        install_predefined(world)
         worlds.append(Intracomm._of(world))
     return worlds
 

@@ -26,6 +26,7 @@ exactly the message, its count and datatype.  Ranks are the caller's business: w
 from __future__ import annotations
 
 import operator
+import re
 import sys
 from typing import Any
 
@@ -175,6 +176,12 @@ def export_buffer(
     except TypeError:
         obj = _array_from_protocols(obj)
         view = memoryview(obj)
+    if "O" in view.format and _holds_objects(obj, view):
+        raise TypeError(
+            f"message: the buffer ({_describe(obj)}) holds references to Python objects, not "
+            "data: their addresses would be sent or overwritten; send Python objects with the "
+            "lowercase methods (comm.send, comm.bcast, ...) or use a numeric dtype"
+        )
     if not readonly and view.readonly:
         raise ReadOnlyBufferError(
             f"message: the receive buffer ({_describe(obj)}) is read-only; "
@@ -200,6 +207,14 @@ def export_buffer(
         except TypeError:  # formats cast() does not handle: 'Zd', '<d', 'T{...}', '3s'
             view = memoryview(np.asarray(view).reshape(-1).view(np.uint8))
     return view, datatype
+
+
+def _holds_objects(obj: Any, view: memoryview) -> bool:
+    """Whether the items of ``obj`` are (or contain) ``PyObject`` pointers (format ``'O'``)."""
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.hasobject
+    # Any other exporter: the format's type codes, field names (``:name:``) left out.
+    return "O" in re.sub(r":[^:]*:", "", view.format)
 
 
 def datatype_of_dtype(dtype: np.dtype) -> Datatype:

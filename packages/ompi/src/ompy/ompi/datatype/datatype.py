@@ -13,11 +13,12 @@ of the datatype referred to.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final, Self
 
 import attrs
 import numpy as np
 
+from ..attributes import AttributeSet, CachesAttributes, process_keyvals
 from ..constants import UNDEFINED
 from ..errors import ERR_TYPE
 from ..errors import Exception as MPIException
@@ -44,6 +45,10 @@ class Layout:
     predefined: bool
     #: The attribute name in ``MPI`` of a predefined datatype (``"DOUBLE"``), used to pickle it.
     key: str = ""
+    #: The attributes cached on the datatype (``Datatype.Set_attr``).
+    attributes: AttributeSet = attrs.field(factory=AttributeSet, repr=False)
+    #: The predefined datatype this one duplicates (``Dup``), by which it pickles.
+    dup_of: Datatype | None = attrs.field(default=None, repr=False)
 
     @property
     def extent(self) -> int:
@@ -70,42 +75,48 @@ def null_datatype_error(what: str = "operation") -> MPIException:
     )
 
 
-class Datatype(Handle, referent="_layout"):
+class Datatype(CachesAttributes, Handle, referent="_layout"):
     """Datatype object."""
 
     __slots__ = ("_layout",)
 
-    def __init__(self, datatype: Datatype | None = None) -> None:
-        if datatype is None:
-            self._layout: Layout | None = None
-        elif isinstance(datatype, Datatype):
-            self._layout = datatype._layout
-        else:
-            raise TypeError(
-                f"Datatype() takes a Datatype to refer to, not {type(datatype).__name__}"
-            )
+    _layout: Layout | None
+    _attr_kind = "Datatype"
 
     @classmethod
-    def _of(cls, layout: Layout) -> Datatype:
+    def _of(cls, layout: Layout) -> Self:
         handle = cls.__new__(cls)
         handle._layout = layout
         return handle
 
-    # -- handle semantics (equality, hash and truth come from Handle) ---------------------
+    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
 
     def __repr__(self) -> str:
         if self._layout is None:
             return "<Datatype DATATYPE_NULL>"
         return f"<Datatype {self.Get_name() or 'unnamed'}>"
 
-    def __reduce__(self):
-        if self._layout is None:
-            return (Datatype, ())
-        if self._layout.predefined:
-            from . import predefined
+    def _predefined_handle(self) -> Datatype | None:
+        named = self._predefined_of()
+        return named[1] if named is not None else None  # type: ignore[return-value]
 
-            return (predefined.by_key, (self._layout.key,))
-        raise TypeError("only predefined datatypes can be pickled (by name)")
+    def _reduce_user(self) -> tuple[Any, ...]:
+        """A duplicate of a predefined datatype travels as one (mpi4py's combiner form)."""
+        layout = self._layout
+        if layout is None or layout.dup_of is None:
+            return super()._reduce_user()  # type: ignore[return-value]
+        return (_duplicate, (layout.dup_of,))
+
+    # -- attributes (the methods come from CachesAttributes) ---------------------------------
+
+    def _attributes(self, call: str) -> AttributeSet:
+        layout = self._layout
+        if layout is None:
+            raise null_datatype_error(call)
+        return layout.attributes
+
+    def _attr_handle(self) -> tuple[Any, Any]:
+        return _callback_handle(self.layout)
 
     @property
     def layout(self) -> Layout:
@@ -234,21 +245,38 @@ class Datatype(Handle, referent="_layout"):
         self.layout  # noqa: B018
         return self
 
-    def Dup(self) -> Datatype:
-        """Duplicate a datatype."""
+    def Dup(self) -> Self:
+        """Duplicate a datatype (its attributes go through their copy callbacks)."""
         layout = self.layout
         name = f"Dup {layout.name}"[: MAX_NAME - 1]
-        copy = attrs.evolve(layout, name=name, predefined=False, key="")
+        base = layout.dup_of if layout.dup_of is not None else self._predefined_handle()
+        copy = attrs.evolve(
+            layout, name=name, predefined=False, key="", attributes=AttributeSet(), dup_of=base
+        )
+        if layout.attributes:
+            table = process_keyvals()
+            try:
+                layout.attributes.copy_to(
+                    copy.attributes, table, _callback_handle(layout), "Datatype.Dup"
+                )
+            except BaseException:
+                copy.attributes.delete_all(table, _callback_handle(copy))
+                raise
         return type(self)._of(copy)
 
     def Free(self) -> None:
-        """Free the datatype."""
+        """Free the datatype (its attributes are deleted, the last set first)."""
         layout = self.layout
         if layout.predefined:
             raise MPIException(
                 ERR_TYPE, f"{layout.name} is a predefined datatype and cannot be freed"
             )
+        if layout.attributes:
+            layout.attributes.delete_all(process_keyvals(), _callback_handle(layout))
         self._layout = None
+
+    def _free(self) -> None:
+        self.Free()
 
     # -- counting -------------------------------------------------------------------------------
 
@@ -275,6 +303,23 @@ class Datatype(Handle, referent="_layout"):
             rest -= basic
             elements += 1
         return elements
+
+
+def _duplicate(datatype: Datatype) -> Datatype:
+    """A new duplicate of ``datatype`` (what a pickled duplicate becomes)."""
+    return datatype.Dup()
+
+
+def _callback_handle(layout: Layout) -> tuple[Any, Any]:
+    """A temporary handle to ``layout`` for attribute callbacks, and what nulls it afterwards."""
+
+    def make() -> Datatype:
+        return Datatype._of(layout)
+
+    def release(handle: Datatype) -> None:
+        handle._layout = None
+
+    return make, release
 
 
 #: Longest name a datatype keeps, terminator included (``MPI_MAX_OBJECT_NAME``).

@@ -12,6 +12,7 @@ from typing import Final
 
 import numpy as np
 
+from ..handle import predefine
 from .datatype import Datatype, Layout
 
 #: Every predefined datatype by its attribute name in ``MPI`` (aliases included).
@@ -131,6 +132,18 @@ UNSIGNED_INT: Final = _alias("UNSIGNED_INT", UNSIGNED)
 C_COMPLEX: Final = _alias("C_COMPLEX", C_FLOAT_COMPLEX)
 BOOL: Final = _alias("BOOL", CXX_BOOL)
 INT_INT: Final = _alias("INT_INT", TWOINT)
+
+
+def _register_handles() -> None:
+    """Number the predefined datatypes (``DATATYPE_NULL`` is 0) and let them pickle by name."""
+    number = 0
+    for key, datatype in BY_KEY.items():
+        if not datatype._constant():  # an alias: the first name is the datatype's
+            predefine(datatype, key, number)
+            number += 1
+
+
+_register_handles()
 
 # -- codes ---------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any, Final
 from ..datatype.buffer import parse_buffer
 from ..errors import ERR_OP
 from ..errors import Exception as MPIException
-from ..handle import Handle
+from ..handle import Handle, predefine
 from ..instance import current
 from ..mca.op import Intrinsic
 from .objects import OBJECT_FUNCTIONS
@@ -29,13 +29,7 @@ class Op(Handle, referent="_impl"):
 
     __slots__ = ("_impl",)
 
-    def __init__(self, op: Op | None = None) -> None:
-        if op is None:
-            self._impl: Operation | None = None
-        elif isinstance(op, Op):
-            self._impl = op._impl
-        else:
-            raise TypeError(f"Op() takes an Op to refer to, not {type(op).__name__}")
+    _impl: Operation | None
 
     @classmethod
     def _of(cls, operation: Operation | None) -> Op:
@@ -53,16 +47,12 @@ class Op(Handle, referent="_impl"):
             return f"<Op {operation.name}>"
         return f"<Op user-defined {operation.name}{' (freed)' if operation.freed else ''}>"
 
-    def __reduce__(self):
+    def _reduce_user(self) -> tuple[Any, ...]:
+        """A user-defined operation travels as its function (mpi4py's ``Op.Create`` form)."""
         operation = self._impl
-        if operation is None:
-            return (Op, ())
-        if operation.intrinsic is not None:
-            return (predefined, (operation.name,))
-        raise ValueError(
-            f"cannot serialize the user-defined operation {operation.name}: its function lives "
-            "in this process only; send the function and call Op.Create on the other side"
-        )
+        if operation is None or operation.function is None or operation.freed:
+            return super()._reduce_user()
+        return (type(self).Create, (operation.function, operation.commute))
 
     def __call__(self, x: Any, y: Any) -> Any:
         """Call self as a function: the operation on Python objects (``x`` op ``y``)."""
@@ -115,11 +105,8 @@ class Op(Handle, referent="_impl"):
             unregister(operation)
         self._impl = None
 
-    def free(self) -> None:
-        """Call ``Free`` if not null or predefined."""
-        operation = self._impl
-        if operation is not None and operation.intrinsic is None:
-            self.Free()
+    def _free(self) -> None:
+        self.Free()
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -181,13 +168,22 @@ class Op(Handle, referent="_impl"):
         """The operation with this handle."""
         return cls.f2py(handle)
 
+    def toint(self) -> int:
+        """Translate object to integer handle (its Fortran handle)."""
+        return self.py2f()
+
+    @classmethod
+    def fromint(cls, arg: int, /) -> Op:
+        """Translate integer handle to object."""
+        return cls.f2py(arg)
+
 
 def _predefined(intrinsic: Intrinsic) -> Op:
     operation = Operation(intrinsic.name, intrinsic, None, True, OBJECT_FUNCTIONS[intrinsic])
-    return Op._of(register(operation, int(intrinsic)))
+    return predefine(Op._of(register(operation, int(intrinsic))), intrinsic.name, int(intrinsic))
 
 
-OP_NULL: Final = Op()
+OP_NULL: Final = predefine(Op(), "OP_NULL", 0)
 MAX: Final = _predefined(Intrinsic.MAX)
 MIN: Final = _predefined(Intrinsic.MIN)
 SUM: Final = _predefined(Intrinsic.SUM)

@@ -122,7 +122,7 @@ def open_framework(
         raise SelectionSyntaxError(f"{error} (set by {resolved.source})") from None
 
     candidates, failures = list_candidates(framework.group)
-    _check_requested_exist(framework, selection, resolved, candidates, failures)
+    check_requested_exist(framework, selection, resolved, candidates, failures)
     admitted = [c for c in candidates if everything or selection.admits(c.name)]
     classes, load_failures = load_components(framework, admitted)
     failures.extend(load_failures)
@@ -169,13 +169,14 @@ def open_and_select_one(
     return opened, component, offer
 
 
-def _check_requested_exist(
+def check_requested_exist(
     framework: Framework[Any],
     selection: Selection,
     resolved: Resolved,
     candidates: list[Candidate],
     failures: list[LoadFailure],
 ) -> None:
+    """Raise :class:`ComponentLoadError` if ``selection`` includes a name nothing installs."""
     known = {c.name for c in candidates} | {f.name for f in failures}
     missing = [name for name in selection.include if name not in known]
     if missing:

@@ -20,9 +20,12 @@ from .run_options import BY_DEST
 EPILOG = """\b
 Exit codes: 0 when every rank exited with 0; otherwise the code of the first
 rank that failed (128 + N when it was killed by signal N; the error code of
-abort), 130 after Ctrl-C, 128 + N when ompy run received SIGTERM or SIGHUP
-(forwarded to every rank), 124 when --timeout expired, 127/126 when the
-program was not found / is not executable, 1 or 2 for invalid options.
+abort; the code of a sys.exit called before the other ranks reached Finalize,
+0 included; 1 for a rank that exited with 0 without finalizing), 128 + N when
+the fork server was killed by signal N, 130 after Ctrl-C, 128 + N when ompy
+run received SIGTERM or SIGHUP (forwarded to every rank), 124 when --timeout
+expired, 127/126 when the program was not found / is not executable, 1 or 2
+for invalid options.
 
 \b
 Signals: Ctrl-C (SIGINT) terminates the job (SIGTERM, then SIGKILL after

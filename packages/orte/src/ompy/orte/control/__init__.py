@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         RankConnected,
         RankException,
         RankFinalized,
+        RankLeaving,
         RankLost,
     )
     from .server import ControlServer
@@ -59,6 +60,7 @@ _LAZY = {
     "RankConnected": ".events",
     "RankException": ".events",
     "RankFinalized": ".events",
+    "RankLeaving": ".events",
     "RankLost": ".events",
 }
 
@@ -93,6 +95,7 @@ __all__ = [
     "RankConnected",
     "RankException",
     "RankFinalized",
+    "RankLeaving",
     "RankLost",
     "RequestError",
     "environment_for_rank",

@@ -165,6 +165,13 @@ def is_launched(environ: Mapping[str, str]) -> bool:
 def identity_from_environment(environ: Mapping[str, str]) -> Identity:
     """Read a launched rank's identity; :class:`LaunchEnvironmentError` names what is wrong."""
     missing = [name for name in VARIABLES if name not in environ]
+    if missing == [SECRET]:
+        raise LaunchEnvironmentError(
+            f"this process has a rank's {JOBID} and {RANK} but no {SECRET}: a rank removes the "
+            f"job's secret from its environment once it read it, so the processes it starts "
+            f"cannot join its job; start MPI programs with 'ompy run', or unset the OMPY_ "
+            f"variables to run this one as a singleton"
+        )
     if missing:
         raise LaunchEnvironmentError(
             f"this process was started by a launcher (some OMPY_ variables are set) but "

@@ -43,6 +43,21 @@ class RankException:
 
 
 @attrs.frozen
+class RankLeaving:
+    """A rank is exiting without finalizing while the job has not ended as a whole.
+
+    ``code`` is the exit status it asked for (``sys.exit(code)``), or ``None`` when its
+    finalization failed; ``how`` says what it did ("called sys.exit(3)"); ``unfinished`` are
+    the ranks that had not reached Finalize.  The rank exits right after.
+    """
+
+    rank: int
+    code: int | None
+    how: str
+    unfinished: tuple[int, ...] = ()
+
+
+@attrs.frozen
 class RankLost:
     """A rank's control connection closed before it finalized."""
 
@@ -58,4 +73,6 @@ class BadClient:
     reason: str
 
 
-Event = RankConnected | RankFinalized | RankAborted | RankException | RankLost | BadClient
+Event = (
+    RankConnected | RankFinalized | RankAborted | RankException | RankLeaving | RankLost | BadClient
+)

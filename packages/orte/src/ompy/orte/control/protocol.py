@@ -13,6 +13,10 @@ commit         data (map of str -> value)    None
 fence          generation                    the generation that completed
 get            rank, key                     the value, or error ModexKeyError
 abort          code, message                 None (the launcher will end the job)
+finalizing     -                             None (the rank entered MPI Finalize)
+leaving        code (int or nil), how        true: finalize with the others (every other rank
+                                             reached Finalize); false: the launcher ends the
+                                             job, exit now (the rank is leaving early)
 finalize       -                             None (the rank finished cleanly)
 exception      traceback                     None
 =============  ============================  =============================================
@@ -30,6 +34,7 @@ CHALLENGE, AUTH, WELCOME, DENIED = "challenge", "auth", "welcome", "denied"
 # requests
 HELLO, COMMIT, FENCE, GET = "hello", "commit", "fence", "get"
 ABORT, FINALIZE, EXCEPTION = "abort", "finalize", "exception"
+FINALIZING, LEAVING = "finalizing", "leaving"
 # server -> client
 REPLY, STACKS, TERMINATE = "reply", "stacks", "terminate"
 # client -> server, answering a push
@@ -52,11 +57,13 @@ _CHECKS: dict[str, dict[str, Callable[[Any], bool]]] = {
     GET: {"id": _int, "rank": _int, "key": _is(str)},
     ABORT: {"id": _int, "code": _int, "message": _is(str)},
     FINALIZE: {"id": _int},
+    FINALIZING: {"id": _int},
+    LEAVING: {"id": _int, "code": lambda value: value is None or _int(value), "how": _is(str)},
     EXCEPTION: {"id": _int, "traceback": _is(str)},
     STACKS_REPLY: {"ref": _int, "text": _is(str)},
 }
 
-REQUESTS = frozenset({HELLO, COMMIT, FENCE, GET, ABORT, FINALIZE, EXCEPTION})
+REQUESTS = frozenset({HELLO, COMMIT, FENCE, GET, ABORT, FINALIZE, FINALIZING, LEAVING, EXCEPTION})
 
 
 def check_client_message(message: dict[str, Any]) -> str:

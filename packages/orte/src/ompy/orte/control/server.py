@@ -16,6 +16,7 @@ the callback is logged (``ompy.orte``) and otherwise ignored, so it cannot stop 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import socket
 import threading
@@ -26,6 +27,7 @@ import attrs
 
 from ompy.opal import output
 from ompy.opal.eventloop import EventLoop, Timer
+from ompy.opal.tally import Tally
 
 from . import auth, protocol, wire
 from .errors import ControlError, FenceError, RequestError
@@ -36,11 +38,21 @@ from .events import (
     RankConnected,
     RankException,
     RankFinalized,
+    RankLeaving,
     RankLost,
 )
 from .store import ModexStore
 
 DEFAULT_AUTH_TIMEOUT = 10.0
+#: How long a rank that calls ``sys.exit`` early waits for the others to reach Finalize.
+DEFAULT_EXIT_GRACE = 1.0
+#: ``accept`` errors that mean "out of descriptors or memory": pause accepting, do not spin.
+_EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+#: The first and the longest pause of the listener after such an error (seconds).
+FIRST_PAUSE = 0.05
+MAX_PAUSE = 1.0
+#: Connections accepted per readiness event at most, so that the ranks' requests keep flowing.
+ACCEPT_BATCH = 64
 _RECV_SIZE = 65536
 _log = output.get_logger("orte")
 
@@ -56,8 +68,20 @@ class _Connection:
     outbox: bytearray = attrs.field(factory=bytearray)
     rank: int | None = None  # set once authenticated
     hello: bool = False
-    finished: str | None = None  # "finalized" or "aborted": an EOF afterwards is expected
+    #: "finalized", "aborted" or "left": an EOF afterwards is expected.
+    finished: str | None = None
     closed: bool = False
+
+
+@attrs.define(eq=False)
+class _Leaver:
+    """A rank that asked to leave with ``sys.exit(code)``, waiting for the others' verdict."""
+
+    conn: _Connection
+    request_id: int
+    code: int
+    how: str
+    timer: Timer | None = None
 
 
 @attrs.define(eq=False)
@@ -97,6 +121,7 @@ class ControlServer:
         *,
         host: str = "127.0.0.1",
         auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
+        exit_grace: float = DEFAULT_EXIT_GRACE,
     ) -> None:
         if size < 1:
             raise ValueError(f"a job has at least one rank, got size {size}")
@@ -105,6 +130,7 @@ class ControlServer:
         self.jobid, self.size, self._secret = jobid, size, secret
         self._on_event = on_event
         self._auth_timeout = auth_timeout
+        self._exit_grace = exit_grace
         self._store = ModexStore(size)
         self._listener = socket.create_server((host, 0), backlog=max(128, size))
         self._listener.setblocking(False)
@@ -114,11 +140,17 @@ class ControlServer:
         self._by_rank: dict[int, _Connection] = {}
         self._connected: set[int] = set()  # read by other threads under _lock
         self._finalized: set[int] = set()
+        #: Ranks that entered MPI Finalize (its closing synchronization) or finalized.
+        self._finalizing: set[int] = set()
+        #: Ranks that called ``sys.exit`` and wait to learn whether they may finalize.
+        self._leavers: dict[int, _Leaver] = {}
         self._gone: dict[int, str] = {}  # rank -> why it can no longer take part in a fence
         self._fence_waiters: dict[int, tuple[_Connection, int]] = {}
         self._stacks_requests: dict[int, _StacksRequest] = {}
         self._stacks_ids = itertools.count(1)
         self._thread: threading.Thread | None = None
+        self._pause = 0.0  # the listener's current pause after EMFILE (0: accepting)
+        self._accept_failures = Tally(_log, "the control server could not accept connections")
         self._stopping = False
         self._closed = False
 
@@ -157,6 +189,7 @@ class ControlServer:
         self._release()
 
     def _release(self) -> None:
+        self._accept_failures.flush()
         for conn in list(self._connections):
             with contextlib.suppress(OSError):
                 conn.sock.close()
@@ -222,14 +255,18 @@ class ControlServer:
                 self._release()
 
     def _accept(self, _fd: int = -1) -> None:
-        while True:
+        for _ in range(ACCEPT_BATCH):
             try:
                 sock, addr = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as error:  # e.g. out of file descriptors: keep serving the others
-                _log.error("the control server cannot accept a connection: %s", error)
+            except OSError as error:  # keep serving the connected ranks meanwhile
+                if error.errno in _EXHAUSTED:
+                    self._pause_accepting(error)
+                else:
+                    self._accept_failures.note(error.strerror or str(error))
                 return
+            self._pause = 0.0
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Connection(
@@ -244,6 +281,18 @@ class ControlServer:
             self._connections.add(conn)
             self._loop.add_reader(sock, lambda _fd, conn=conn: self._on_readable(conn))
             self._send(conn, {"op": protocol.CHALLENGE, "nonce": conn.nonce, "jobid": self.jobid})
+
+    def _pause_accepting(self, error: OSError) -> None:
+        """Out of descriptors: the listener stays readable, so stop watching it for a while
+        (a pause that doubles up to :data:`MAX_PAUSE`) instead of spinning on it."""
+        self._pause = min(MAX_PAUSE, self._pause * 2) if self._pause else FIRST_PAUSE
+        self._loop.remove_reader(self._listener)
+        self._loop.call_later(self._pause, self._resume_accepting)
+        self._accept_failures.note(f"{error.strerror}; paused accepting")
+
+    def _resume_accepting(self) -> None:
+        if not self._stopping and not self._closed:
+            self._loop.add_reader(self._listener, self._accept)
 
     def _expire_handshake(self, conn: _Connection) -> None:
         if conn.rank is None and not conn.closed:
@@ -399,19 +448,83 @@ class ControlServer:
 
     def _on_finalize(self, conn: _Connection, message: dict[str, Any]) -> None:
         conn.finished = "finalized"
+        self._finalizing.add(conn.rank)
         with self._lock:
             self._finalized.add(conn.rank)
         self._mark_gone(conn.rank, "finalized")
         self._emit(RankFinalized(conn.rank))  # before the reply, as for abort
         self._reply(conn, message["id"])
+        self._settle_leavers()
+
+    def _on_finalizing(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self._finalizing.add(conn.rank)
+        self._reply(conn, message["id"])
+        self._settle_leavers()
+
+    def _on_leaving(self, conn: _Connection, message: dict[str, Any]) -> None:
+        """A rank exits without having finalized: may it still finalize with the others?
+
+        Open MPI's rule: a rank that exits without finalizing while other ranks are still
+        running ends the job.  A rank that calls ``sys.exit`` once every other rank has
+        reached Finalize (or called ``sys.exit`` too) ends normally: it finalizes with them.
+        It waits ``exit_grace`` seconds for that, so that ranks ending together (each calling
+        ``sys.exit(main())``) finalize together; then it leaves and the launcher ends the job
+        with its code.  A rank whose finalization failed (``code`` nil) leaves at once.
+        """
+        code, how = message["code"], message["how"]
+        if code is None:
+            self._leave(conn, message["id"], None, how)
+            return
+        leaver = _Leaver(conn, message["id"], code, how)
+        self._leavers[conn.rank] = leaver
+        leaver.timer = self._loop.call_later(self._exit_grace, self._expire_leavers)
+        self._settle_leavers()
+
+    def _unfinished(self, rank: int) -> list[int]:
+        """The ranks other than ``rank`` that neither reached Finalize nor called sys.exit."""
+        done = self._finalizing.union(self._leavers)
+        return sorted(set(range(self.size)) - {rank} - done)
+
+    def _settle_leavers(self) -> None:
+        """Let the waiting ``sys.exit`` ranks finalize once every rank is at its end."""
+        if not self._leavers or self._unfinished(-1):
+            return
+        leavers, self._leavers = self._leavers, {}
+        for rank, leaver in leavers.items():
+            if leaver.timer is not None:
+                leaver.timer.cancel()
+            self._finalizing.add(rank)
+            self._reply(leaver.conn, leaver.request_id, True)
+
+    def _expire_leavers(self) -> None:
+        """The grace is over (or a rank failed): every waiting ``sys.exit`` rank leaves."""
+        leavers, self._leavers = self._leavers, {}
+        for leaver in leavers.values():
+            if leaver.timer is not None:
+                leaver.timer.cancel()
+        for leaver in leavers.values():
+            if not leaver.conn.closed:
+                self._leave(leaver.conn, leaver.request_id, leaver.code, leaver.how)
+
+    def _leave(self, conn: _Connection, request_id: int, code: int | None, how: str) -> None:
+        unfinished = tuple(self._unfinished(conn.rank))
+        conn.finished = "left"
+        self._mark_gone(conn.rank, "exited without finalizing")
+        self._emit(RankLeaving(conn.rank, code, how, unfinished))
+        self._reply(conn, request_id, False)  # after the event, as for abort
 
     def _on_exception(self, conn: _Connection, message: dict[str, Any]) -> None:
         self._emit(RankException(conn.rank, message["traceback"]))  # before the reply, as for abort
         self._reply(conn, message["id"])
 
     def _mark_gone(self, rank: int, why: str) -> None:
-        """``rank`` will never enter another fence: fail the ranks waiting in one."""
+        """``rank`` will never enter another fence: fail the ranks waiting in one.
+
+        Unless it finalized, the job is failing: ranks waiting to leave need not wait longer.
+        """
         self._gone[rank] = why
+        if why != "finalized" and self._leavers:
+            self._loop.post(self._expire_leavers)
         if self._fence_waiters:
             reason = self._fence_impossible(self._store.generation)
             waiters, self._fence_waiters = self._fence_waiters, {}
@@ -466,7 +579,7 @@ class ControlServer:
             self._emit(BadClient(conn.peer, f"{reason} before authenticating"))
         self._close(conn, flush=False)
         rank = conn.rank
-        if rank is None or conn.finished == "aborted":
+        if rank is None or conn.finished in ("aborted", "left"):
             return
         if conn.finished != "finalized":
             self._mark_gone(rank, "was lost")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import secrets
 import signal
 import threading
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ompy.opal.eventloop import EventLoop
+from ompy.opal.tally import Tally
 
 from .errors import LaunchError
 from .plan import Plan
@@ -54,6 +56,8 @@ EXIT_TIMEOUT = 124
 #: Judging at the exit lets a rank that failed first, and whose failure made this rank's
 #: fence or receive raise, be reported as the cause.
 RAISED_GRACE = 1.0
+#: Numbers in a refusal's reason (ranks, ports) vary; the aggregate counts reasons without them.
+_DIGITS = re.compile(r"\d+")
 _HANDLED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1")
 
 
@@ -113,6 +117,7 @@ class JobRunner:
         self.stack_timeout = float(registry.get("orte_stack_timeout"))
         self.drain_timeout = float(registry.get("orte_drain_timeout"))
         self.connect_timeout = float(registry.get("orte_connect_timeout"))
+        self.exit_grace = float(registry.get("orte_exit_grace"))
         self._iof = iof
         self._loop = EventLoop()
         self._events: collections.deque = collections.deque()
@@ -126,6 +131,9 @@ class JobRunner:
         self._queued_exits: dict[int, RankExited] = {}
         self._connected: set[int] = set()
         self._lost: set[int] = set()
+        #: Refused control connections, reported as an aggregate: a flood of strangers must
+        #: not turn into a flood of lines.
+        self._refused = Tally(self.reporter.warn, "refused control connections")
         self._ending: _Ending | None = None
         self._kill_at: float | None = None
         self._killed = False
@@ -152,6 +160,7 @@ class JobRunner:
                 secret,
                 self._on_control_event,
                 auth_timeout=self.connect_timeout,
+                exit_grace=self.exit_grace,
             )
             self._server = server
             server.start()
@@ -168,6 +177,7 @@ class JobRunner:
             iof.close(self._loop)
             if server is not None:
                 server.close()
+            self._refused.flush()
             removed = session.remove()
             if removed:
                 self.reporter.note(
@@ -285,15 +295,25 @@ class JobRunner:
             self._loop.remove_reader(fd)
             self._by_exit_fd.pop(fd, None)
         record.process.signal(signal.SIGKILL)  # whatever the rank left running in its group
+        starter = record.process.starter_failure()
         record.process.release()
         self.reporter.note(f"rank {record.rank} (pid {record.pid}) exited: {returncode}")
+        if starter is not None:  # e.g. the fork server died and took its ranks along
+            if self._ending is None:
+                self._end(_Ending(starter.exit_code, f"{starter.message}; the job ended."))
+            return
         if record.rank in self._tracebacks and returncode != 0:
             # Judged by _judge_pending_exceptions, once ranks that finalized have exited.
             self._raised_deadlines.setdefault(record.rank, time.monotonic() + RAISED_GRACE)
             return
         from ompy.orte.mca.errmgr import RankExited
 
-        exit_event = RankExited(record.rank, returncode, record.rank in self._finalized)
+        exit_event = RankExited(
+            record.rank,
+            returncode,
+            record.rank in self._finalized,
+            connected=record.rank in self._connected,
+        )
         self._raised_deadlines.pop(record.rank, None)
         if self._raised_deadlines and returncode != 0 and not self._is_cause(exit_event):
             # An exception reported earlier is the likelier cause: judge this exit after it.
@@ -360,6 +380,7 @@ class JobRunner:
             RankConnected,
             RankException,
             RankFinalized,
+            RankLeaving,
             RankLost,
         )
         from ompy.orte.mca import errmgr
@@ -381,10 +402,13 @@ class JobRunner:
             elif isinstance(event, RankAborted):
                 if self._ending is None:
                     self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
+            elif isinstance(event, RankLeaving):
+                if self._ending is None:
+                    self._judge(
+                        errmgr.RankLeft(event.rank, event.code, event.how, event.unfinished)
+                    )
             elif isinstance(event, BadClient):
-                self.reporter.warn(
-                    f"refused a control connection from {event.peer}: {event.reason}"
-                )
+                self._refused.note(_DIGITS.sub("N", event.reason))
             else:
                 self.reporter.note(f"control event: {event}")
 

@@ -10,6 +10,10 @@ A launcher killed with SIGKILL cannot clean up; its ranks exit on their own, but
 directory and shared memory stay.  Every launcher therefore sweeps, when it starts, the
 leftovers of jobs whose launcher process no longer exists (:func:`sweep_stale`): the job id
 starts with the launcher's pid, and only directories named ``ompy-job-<jobid>-*`` are touched.
+A singleton (a program started without ``ompy run``) is its own job, ``s<pid>``, with a
+session directory ``ompy-session-s<pid>-*`` (and, when it uses file-backed shared memory, the
+private directory ``ompy-session-<pid>-*`` of :mod:`ompy.opal.session`): a killed one leaves
+them behind, and the same sweep removes them once that pid is gone.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ SHM_DIR = Path("/dev/shm")
 
 
 _JOB_DIR_PREFIX = "ompy-job-"
+#: A singleton's session directory: ``ompy-session-s<pid in decimal>-<random>`` (the ess
+#: singleton's job), or ``ompy-session-<pid in decimal>-<random>`` (opal's private one).
+SINGLETON_DIR_PREFIX = "ompy-session-"
 _RANDOM_HEX = 6
 
 
@@ -46,6 +53,19 @@ def launcher_pid(jobid: str) -> int | None:
         return None
 
 
+def singleton_pid(jobid: str) -> int | None:
+    """The pid of the singleton whose job id is ``jobid`` (``s<pid>``), if it is one."""
+    digits = jobid[1:]
+    if not jobid.startswith("s") or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(digits)
+
+
+def _private_pid(token: str) -> int | None:
+    """The pid in the name of an opal private session directory (``<pid>``), if it is one."""
+    return int(token) if token.isascii() and token.isdigit() else None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -57,27 +77,37 @@ def _alive(pid: int) -> bool:
 
 
 def sweep_stale(base: Path | None = None, shm_dir: Path = SHM_DIR) -> list[Path]:
-    """Remove session directories and shared memory of jobs whose launcher is gone.
+    """Remove session directories and shared memory of jobs whose owner process is gone.
 
+    The owner is the launcher of an ``ompy run`` job, the process itself for a singleton.
     Only directories owned by this user are considered, so one user's launcher never touches
     another's files.  Returns what was removed.
     """
     parent = base if base is not None else Path(tempfile.gettempdir())
     removed: list[Path] = []
     try:
-        candidates = list(parent.glob(_JOB_DIR_PREFIX + "*"))
+        candidates = [(path, launcher_pid) for path in parent.glob(_JOB_DIR_PREFIX + "*")] + [
+            (path, singleton_pid) for path in parent.glob(SINGLETON_DIR_PREFIX + "*")
+        ]
     except OSError:
         return removed
-    for path in candidates:
-        jobid = path.name[len(_JOB_DIR_PREFIX) :].split("-", 1)[0]
-        pid = launcher_pid(jobid)
+    for path, owner_of in candidates:
+        prefix = _JOB_DIR_PREFIX if owner_of is launcher_pid else SINGLETON_DIR_PREFIX
+        jobid = path.name[len(prefix) :].split("-", 1)[0]
+        pid = owner_of(jobid)
+        private = pid is None and owner_of is singleton_pid
+        if private:  # no job id: an opal private directory, whose segments live inside it
+            pid = _private_pid(jobid)
         try:
-            mine = path.is_dir() and path.stat().st_uid == os.getuid()
+            mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
         except OSError:
             continue
         if pid is None or not mine or _alive(pid):
             continue
-        removed.extend(Session(jobid, path, shm_dir).remove())
+        if private:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            removed.extend(Session(jobid, path, shm_dir).remove())
         removed.append(path)
     return removed
 

@@ -32,14 +32,25 @@ def launcher_registry(overrides: dict[str, str]):
     return registry
 
 
-def validate_overrides(registry, overrides: dict[str, str]) -> None:
-    """Check the ``--mca`` values of every parameter the launcher knows, before launching.
+def judge_settings(registry, reporter: Reporter) -> None:
+    """Judge every MCA setting the user made, once, before anything is launched.
 
-    Parameters of rank-side frameworks (btl, pml, ...) are not known here; the ranks check them.
+    Unknown names get one warning each (with the closest known names); a value that its
+    parameter does not accept is an error, even for a component no rank will select, so a
+    mistake is one message from here rather than a traceback from every rank or silence.
+    The census imports every installed component, so it only runs when the user set
+    something.
     """
-    for name in overrides:
-        if name in registry:
-            registry.resolve(name)
+    from ompy.opal.mca.census import judge_user_settings
+    from ompy.opal.mca.params import ParamError
+
+    if not registry.user_settings():
+        return
+    verdict = judge_user_settings(registry)
+    for warning in verdict.warnings:
+        reporter.warn(warning.removeprefix("warning: "))
+    if verdict.errors:
+        raise ParamError("; ".join(verdict.errors))
 
 
 def run_job(options: RunOptions, reporter: Reporter) -> int:
@@ -58,6 +69,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
 
     overrides = mca_overrides(options.mca)
     registry = launcher_registry(overrides)
+    judge_settings(registry, reporter)
     plan = plan_job(options, registry, reporter)
     opened: list[OpenFramework[Any]] = []
     plm = None
@@ -80,7 +92,6 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
         )
         iof_fw, iof = select_iof(registry, iof_options)
         opened.append(iof_fw)
-        validate_overrides(registry, overrides)
         runner = JobRunner(
             plan,
             registry,

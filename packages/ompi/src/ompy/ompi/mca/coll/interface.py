@@ -65,7 +65,7 @@ Blocking forms (return ``None``)::
 
 Nonblocking forms: the same name with an ``i`` in front and the same arguments
 (``ibarrier(comm)``, ``iallreduce(comm, sendspec, recvspec, op)``, ...); they start the
-operation and return a :class:`~ompy.ompi.request.CoreRequest` that completes through the
+operation and return a :class:`~ompy.ompi.completion.CoreRequest` that completes through the
 progress engine, without the caller blocking.  The simplest way to write one is a schedule
 (:func:`ompy.ompi.mca.coll.base.start_schedule`): a generator that yields rounds of requests.
 

@@ -185,8 +185,10 @@ class BtlContext:
     The run-time (or a test) builds it: this process's :class:`~ompy.opal.proc.Proc`, the
     :class:`~ompy.opal.modex.Modex` to publish contact information through, the job secret every
     connection must prove (the run-time exports it hex-encoded as ``OMPY_SECRET``), the
-    progress engine whose loop will drive the transports, and how many processes of the job
-    share this node (the run-time's identity; 1 when it does not know).
+    progress engine whose loop will drive the transports, how many processes of the job
+    share this node (the run-time's identity; 1 when it does not know) and how many the job has
+    (0 when it does not know): with both, a transport between nodes can tell that every peer is
+    on this node and stay closed to the network.
     """
 
     proc: Proc
@@ -194,6 +196,12 @@ class BtlContext:
     secret: bytes
     progress: ProgressEngine
     local_size: int = 1
+    job_size: int = 0
+    #: Components that offered modules reaching every process of the job on this node (sm
+    #: adds itself in ``query``).  Components are queried in name order, so a later one (tcp)
+    #: can leave local peers to them; one queried earlier sees nothing here and errs on the
+    #: safe side.
+    node_transports: set[str] = attrs.field(factory=set, eq=False)
 
     @staticmethod
     def secret_from_hex(text: str, *, source: str = "OMPY_SECRET") -> bytes:

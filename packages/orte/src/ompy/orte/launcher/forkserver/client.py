@@ -7,7 +7,8 @@ SIGKILL to the launcher still leaves nothing running.
 A forked rank is not the launcher's child, so the launcher cannot wait for it: the server
 reports each exit status through a pipe made for that rank (its read end is the rank's exit
 descriptor in the launcher's event loop).  If the server dies, the pipe reaches end-of-file;
-the kernel has then killed the rank with SIGKILL, which is what the launcher reports.
+the kernel has then killed the rank with SIGKILL, and the launcher reports the server's death
+(:meth:`ForkServerClient.death`) as the cause.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .deathsig import Prctl, preexec_die_with_parent
 from .pycommand import PythonCommand
 
 if TYPE_CHECKING:
-    from ompy.orte.mca.plm import Stdio
+    from ompy.orte.mca.plm import StarterFailure, Stdio
 
     from .ranks import ForkedRank
 
@@ -109,6 +110,10 @@ class ForkServerClient:
         finally:
             theirs.close()
         self._ready = False
+        assert self._process is not None
+        #: The server process, kept after :meth:`close` to tell how it ended.
+        self._server_process = self._process
+        self.pid = self._process.pid
 
     def _can_fork(self) -> bool:
         import threading
@@ -164,7 +169,7 @@ class ForkServerClient:
         os.set_blocking(status_r, False)
         from .ranks import ForkedRank  # the plm interface: loaded when a rank is forked
 
-        return ForkedRank(rank, value, status_r)
+        return ForkedRank(rank, value, status_r, self)
 
     @staticmethod
     def can_pass(stdio: Stdio) -> bool:
@@ -223,6 +228,27 @@ class ForkServerClient:
         for fd in fds:
             os.close(fd)
         return message
+
+    def death(self, wait: float = 1.0) -> StarterFailure:
+        """How the server ended, once a status pipe closed without a status (it is gone).
+
+        It may take a moment for the dead server to become reapable: wait up to ``wait``
+        seconds for its exit status.
+        """
+        from ompy.orte.mca.errmgr.base import describe_status, exit_code_of
+        from ompy.orte.mca.plm import StarterFailure
+
+        process = self._server_process
+        deadline = time.monotonic() + wait
+        status = process.poll()
+        while status is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            status = process.poll()
+        what = f"the fork server (pid {self.pid}) that started the ranks"
+        if status is None:
+            return StarterFailure(f"{what} stopped reporting their exits", 1)
+        code = exit_code_of(status) or 1
+        return StarterFailure(f"{what} {describe_status(status)}, and the ranks died with it", code)
 
     def close(self) -> None:
         """Hang up and reap the server (which kills any rank it still has)."""

@@ -15,11 +15,15 @@ import importlib.machinery
 import io
 import os
 import runpy
+import shlex
 import signal
 import sys
 import threading
 import types
 from typing import NoReturn
+
+from ompy.opal import proctitle
+from ompy.orte.control.environment import RANK
 
 from .pycommand import PythonCommand
 
@@ -39,6 +43,9 @@ def run_as_main(command: PythonCommand) -> NoReturn:
     """
     sys.argv = command.sys_argv()
     sys.orig_argv = [command.executable, *command.options, *_program_words(command)]
+    # Until the run-time names it fully, a rank at least stops looking like its fork server.
+    rank = os.environ.get(RANK, "?")
+    proctitle.set_title(f"ompy rank {rank}: {shlex.join(sys.orig_argv)}", name=f"ompy-rank{rank}")
     if not sys.flags.safe_path:
         sys.path.insert(0, _path0(command))
     code, interrupted = _execute(command)
@@ -95,7 +102,9 @@ def _execute(command: PythonCommand) -> tuple[int, bool]:
             main = _fresh_main(__file__=path, __cached__=None, __loader__=loader)
             exec(compile(source, path, "exec", dont_inherit=True), main.__dict__)
     except SystemExit as stop:
-        return exit_status(stop), False
+        status = exit_status(stop)
+        _note_exit(status, stop)
+        return status, False
     except BaseException as error:
         # This frame is not the program's: leave it out of the traceback, as python does.
         traceback = error.__traceback__.tb_next if error.__traceback__ else None
@@ -114,6 +123,20 @@ def exit_status(stop: SystemExit) -> int:
         return code & 0xFF
     print(code, file=sys.stderr)
     return 1
+
+
+def _note_exit(status: int, stop: SystemExit) -> None:
+    """Tell ompy's run-time, if the program started it, that the program called ``sys.exit``.
+
+    Before the exit handlers run: MPI's finalize at exit needs to know (see
+    :func:`ompy.orte.runtime.note_exit`).
+    """
+    runtime = sys.modules.get("ompy.orte.runtime")
+    if runtime is None:
+        return
+    code = stop.code
+    shown = "" if code is None else repr(code) if len(repr(code)) <= 40 else repr(code)[:37] + "..."
+    runtime.note_exit(status, f"called sys.exit({shown})")
 
 
 def _shut_down(code: int, interrupted: bool) -> tuple[int, bool]:

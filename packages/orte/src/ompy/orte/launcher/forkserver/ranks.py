@@ -5,20 +5,28 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from typing import TYPE_CHECKING
 
-from ompy.orte.mca.plm import RankProcess
+from ompy.orte.mca.plm import RankProcess, StarterFailure
 
 from . import wire
+
+if TYPE_CHECKING:
+    from .client import ForkServerClient
 
 
 class ForkedRank(RankProcess):
     """A rank forked by the server; its exit status arrives through its status pipe."""
 
-    def __init__(self, rank: int, pid: int, status_fd: int) -> None:
+    def __init__(
+        self, rank: int, pid: int, status_fd: int, server: ForkServerClient | None = None
+    ) -> None:
         self.rank = rank
         self.pid = pid
         self._status_fd: int | None = status_fd
         self._returncode: int | None = None
+        self._server = server
+        self._server_died = False
 
     def exit_fd(self) -> int | None:
         return self._status_fd
@@ -33,7 +41,16 @@ class ForkedRank(RankProcess):
                 (self._returncode,) = wire.STATUS.unpack(data)
             else:  # the server died without reporting: its death signal killed the rank
                 self._returncode = -signal.SIGKILL
+                self._server_died = True
         return self._returncode
+
+    def starter_failure(self) -> StarterFailure | None:
+        """The fork server's death, when the status pipe closed without a status."""
+        if not self._server_died:
+            return None
+        if self._server is None:
+            return StarterFailure("the fork server that started the ranks died", 1)
+        return self._server.death()
 
     def signal(self, signum: int) -> None:
         """Signal the rank's process group; just the rank while it has no group yet.

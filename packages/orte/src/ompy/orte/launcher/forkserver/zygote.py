@@ -198,7 +198,10 @@ def main() -> None:
 def serve_on(fd: int) -> NoReturn:
     """Preload, say ``ready`` on the launcher's socket ``fd``, serve until it hangs up, exit."""
     connection = socket.socket(fileno=fd)
+    from ompy.opal import proctitle
     from ompy.orte.launcher.preload import run_preloads
+
+    proctitle.set_title(f"ompy fork server of ompy run {os.getppid()}", name="ompy-forksrv")
 
     failures = run_preloads()
     if failures:

@@ -1,9 +1,10 @@
 """The errmgr framework (error manager): what a rank's failure means for the job.
 
 The launcher reports what happens to each rank (:class:`RankExited`, :class:`RankAborted`,
-:class:`RankRaised`) to the errmgr module, which answers with a :class:`Failure` when the job
-must end (the launcher then terminates every other rank and exits with ``Failure.exit_code``),
-or ``None`` when the job goes on.  One-of-many: ``default`` implements Open MPI's policy.
+:class:`RankRaised`, :class:`RankLeft`) to the errmgr module, which answers with a
+:class:`Failure` when the job must end (the launcher then terminates every other rank and
+exits with ``Failure.exit_code``), or ``None`` when the job goes on.  One-of-many: ``default``
+implements Open MPI's policy.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ class RankExited:
     returncode: int
     #: The rank told the launcher it finalized (only ranks running ompy code can).
     finalized: bool = False
+    #: The rank connected to the launcher (it started ompy's run-time, e.g. ``MPI.Init``):
+    #: such a rank must finalize before it exits, whatever its exit status.
+    connected: bool = False
+    #: What the rank said about leaving without finalizing, if it said anything.
+    note: str = ""
 
 
 @attrs.frozen
@@ -53,7 +59,23 @@ class RankRaised:
     traceback: str
 
 
-RankEvent = RankExited | RankAborted | RankRaised
+@attrs.frozen
+class RankLeft:
+    """A rank is exiting without finalizing while other ranks have not finished.
+
+    Sent by the rank itself, before it exits: ``sys.exit(code)`` before every rank reached
+    ``Finalize`` (``code`` is the exit status it asked for), or an exit whose finalization
+    failed (``code`` is ``None``).  ``how`` completes "rank N ...", e.g. "called sys.exit(3)".
+    """
+
+    rank: int
+    code: int | None
+    how: str
+    #: The ranks that had not reached Finalize when it left.
+    unfinished: tuple[int, ...] = ()
+
+
+RankEvent = RankExited | RankAborted | RankRaised | RankLeft
 
 
 @attrs.frozen

@@ -42,8 +42,23 @@ class Stdio:
     stderr: StdioTarget
 
 
+@attrs.frozen
+class StarterFailure:
+    """A rank ended because the helper process that started it died (the fork server).
+
+    The rank's own exit status says nothing then (the kernel killed it with its starter), so
+    the launcher reports ``message`` and ends the job with ``exit_code``.
+    """
+
+    #: A sentence naming the helper and how it ended, e.g. "the fork server (pid 12) died:
+    #: it was killed by signal 9 (SIGKILL)".
+    message: str
+    exit_code: int
+
+
 class RankProcess(abc.ABC):
-    """A started rank, as the launcher sees it; every method is required."""
+    """A started rank, as the launcher sees it; every method but :meth:`starter_failure`
+    is required."""
 
     #: The rank in its job.
     rank: int
@@ -65,6 +80,13 @@ class RankProcess(abc.ABC):
     @abc.abstractmethod
     def release(self) -> None:
         """Free the handle's resources once the rank is reaped."""
+
+    def starter_failure(self) -> StarterFailure | None:
+        """Once the rank has exited: the death of its starter, if that is what ended it.
+
+        The default: ``None``, the rank's exit status is the whole story.
+        """
+        return None
 
 
 class PlmModule(abc.ABC):

@@ -7,17 +7,22 @@
 2. which ring protocol is sound here (``btl_sm_lockfree``: lock-free on x86-64 only) and whether
    cross-memory attach works (``btl_sm_use_cma``);
 3. creates this process's receive segment through the shmem framework, named
-   ``ompy-<jobid>-btl-sm-<rank>`` (mode 0600; every name starts with ``ompy-<jobid>-`` so the
-   launcher can remove a crashed job's segments), binds the doorbell, and puts the contact card
-   (segment descriptor, pid, doorbell, protocol, CMA probe) into the modex.
+   ``ompy-<jobid>-<random>-btl-sm-<rank>`` (mode 0600, created exclusively; every name starts
+   with ``ompy-<jobid>-`` so the launcher can remove a crashed job's segments, and 64 random
+   bits follow so that no other user can guess the name and create it first), binds the
+   doorbell (a socket in the job's private session directory), and puts the contact card
+   (segment descriptor, pid, doorbell, protocol, CMA probe) into the modex.  When peers share
+   the node but the segment or the doorbell cannot be made, sm stays out with a *warning* that
+   names the cause: the job then runs over tcp, but never silently.
 
 **When segments disappear.**  A segment is unlinked as soon as every local peer that runs sm has
 attached to it: each attacher sets its word in the segment header, the owner writes how many
 peers it expects (in its ``add_procs``), both under a record lock on the segment file, and
 whoever completes the set unlinks.  From then on, a crash (even SIGKILL) leaves nothing in
 /dev/shm.  The window that remains is from ``query`` until the last local peer's ``add_procs``:
-a process killed there leaves ``ompy-<jobid>-btl-sm-<rank>``, which the launcher removes with the
-job's other files; a normal exit or an exception unlinks it in ``finalize`` or at interpreter exit.
+a process killed there leaves ``ompy-<jobid>-<random>-btl-sm-<rank>``, which the launcher
+removes with the job's other files; a normal exit or an exception unlinks it in ``finalize`` or
+at interpreter exit.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from ompy.opal.modex import ModexError
 
 from . import __version__
 from . import layout as L  # noqa: N812 (read as "the layout")
-from .doorbell import Doorbell
+from .doorbell import btl_doorbell
 from .module import SmBtlModule, SmEndpoint
 from .sysdeps import CmaError, allow_ptrace_from_anyone, cma_problem, copy, lock_free_supported
 
@@ -170,20 +175,29 @@ class SmBtlComponent(BtlComponent):
         lock_free = self._lock_free()
         cma = self._cma()
         self._shmem = shmem_base.selection(self.registry)
-        name = f"ompy-{me.jobid}-btl-sm-{me.rank}"
+        # The random part makes the name unpredictable: the job id is visible to every user
+        # (/tmp, /proc), and a name another user can guess, they can create first.
+        name = f"ompy-{me.jobid}-{secrets.token_hex(8)}-btl-sm-{me.rank}"
         try:
             segment = self._shmem.module.create(name, layout.size)
         except InvalidSegmentNameError as error:
             raise BtlError(
                 f"sm: the job id {me.jobid!r} cannot be part of a segment name: {error}"
             ) from error
+        except ShmemError as error:
+            return self._unusable(rings, f"its shared-memory segment: {error}")
+        fd = -1
         try:
             fd = os.open(segment.descriptor.path, os.O_RDWR | os.O_CLOEXEC)
             self._init_header(segment, layout, lock_free)
-            doorbell = Doorbell(me.jobid, me.rank)
-        except BaseException:
+            doorbell = btl_doorbell(me.rank)
+        except BaseException as error:
             with contextlib.suppress(ShmemError, FileNotFoundError):
                 segment.unlink()
+            if fd >= 0:
+                os.close(fd)
+            if isinstance(error, OSError):  # DoorbellError included
+                return self._unusable(rings, f"its segment file or doorbell: {error}")
             raise
         atexit.register(self._unlink_at_exit, segment.descriptor)
         self.module = SmBtlModule(
@@ -215,6 +229,7 @@ class SmBtlComponent(BtlComponent):
             "nonce": self._probe.raw.hex(),
         }
         context.modex.put(MODEX_KEY, json.dumps(card).encode())
+        context.node_transports.add(self.name)
         self.log.debug(
             "segment %s (%d bytes, %d rings of %d), %s rings, CMA %s",
             name,
@@ -225,6 +240,16 @@ class SmBtlComponent(BtlComponent):
             "on" if cma else "off",
         )
         return Offer(self.priority, [self.module])
+
+    def _unusable(self, rings: int, cause: str) -> None:
+        """sm was expected (peers share this node) but cannot run: say so, never silently."""
+        self.log.warning(
+            "shared memory cannot be used on this node (%d processes of the job share it), "
+            "so they will talk through another transport (tcp), more slowly: could not create "
+            "%s",
+            rings,
+            cause,
+        )
 
     def _lock_free(self) -> bool:
         if self.param("lockfree") == "no":

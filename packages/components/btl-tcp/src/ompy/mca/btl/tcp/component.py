@@ -5,6 +5,15 @@
 per interface, each with its own listening socket, and puts the contact card (every module's
 address and port, in module order) into the modex.  Committing and fencing the modex is the
 caller's job, after every component has published.
+
+**When it listens at all** (``btl_tcp_listener``).  A listening socket is a door any local
+process can knock on, so a job that never needs tcp does not open one.  In ``auto`` mode tcp
+offers modules (and so listens) only when some peer may need it: the job spans nodes (or its
+size is unknown), or ``btl`` names tcp explicitly (``--mca btl self,tcp``), or no component
+queried before it took the peers on this node (sm adds itself to
+:attr:`~ompy.opal.mca.btl.BtlContext.node_transports` when it offers; components are queried in
+name order).  A one-node job over shared memory therefore has no tcp listener, as Open MPI does
+not use tcp between local peers that sm reaches.  ``always`` listens regardless.
 """
 
 from __future__ import annotations
@@ -15,7 +24,9 @@ from typing import Any
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefaults
 from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.selection import Selection
 from ompy.opal.modex import ModexError
+from ompy.opal.tally import Tally
 
 from . import __version__, wire
 from .interfaces import discover_interfaces, select_interfaces
@@ -106,6 +117,33 @@ class TcpBtlComponent(BtlComponent):
             minimum=1,
         )
         self.register_param(
+            "listener",
+            ParamType.ENUM,
+            "auto",
+            "When to open the tcp listeners: auto only if some peer may need tcp (the job "
+            "spans nodes, btl names tcp, or shared memory does not serve this node's peers); "
+            "always in every job",
+            level=4,
+            choices=("auto", "always"),
+        )
+        self.register_param(
+            "handshake_timeout",
+            ParamType.FLOAT,
+            10.0,
+            "Seconds an accepted connection has to prove the job secret before it is closed",
+            level=6,
+            minimum=0.01,
+        )
+        self.register_param(
+            "max_unauthenticated",
+            ParamType.INT,
+            64,
+            "Accepted connections that may be in their handshake at once, per listener; a "
+            "new one beyond this closes the oldest",
+            level=6,
+            minimum=1,
+        )
+        self.register_param(
             "finalize_timeout",
             ParamType.FLOAT,
             5.0,
@@ -124,7 +162,32 @@ class TcpBtlComponent(BtlComponent):
         #: Whether the modules report (``btl_base_verbose`` >= 20): tested before logging.
         self.verbose = self.log.isEnabledFor(logging.DEBUG)
 
+    def _why_listen(self, context: BtlContext) -> str | None:
+        """Why some peer may connect to this process over tcp, or None if none ever will."""
+        if self.param("listener") == "always":
+            return f"{self.param_name('listener')} = always"
+        if context.job_size <= 0:
+            return "the job's size is unknown"
+        if context.job_size > context.local_size:
+            return "the job spans nodes"
+        resolved = self.registry.resolve("btl")
+        if resolved.value and Selection.parse(resolved.value, param="btl").requested(self.name):
+            return f"btl = {resolved.text} names tcp"
+        if context.job_size > 1 and not context.node_transports:
+            return "no other transport reaches the peers on this node"
+        return None
+
     def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:
+        why = self._why_listen(context)
+        if why is None:
+            self.log.debug(
+                "every process of the job is on this node and reached by %s: no tcp listener "
+                "(%s = always opens one)",
+                ", ".join(sorted(context.node_transports)) or "itself",
+                self.param_name("listener"),
+            )
+            return None
+        self.log.debug("listening because %s", why)
         interfaces = select_interfaces(
             discover_interfaces(),
             self.param("if_include"),
@@ -136,7 +199,9 @@ class TcpBtlComponent(BtlComponent):
         attributes = self.module_attributes()
         self._modex = context.modex
         self.poller = poller = Poller(context.progress)
+        poller.sweeper = self._sweep
         self.progress = poller.poll  # bound once: this is what the progress engine calls
+        refusals = Tally(self.log, "refused incoming connections")
         links = self.param("links")
         counters = {True: 0, False: 0}
         modules = []
@@ -160,11 +225,17 @@ class TcpBtlComponent(BtlComponent):
                         get_stripe_min=self.param("get_stripe_min"),
                         free_list_max=self.param("free_list_max"),
                         finalize_timeout=self.param("finalize_timeout"),
+                        handshake_timeout=self.param("handshake_timeout"),
+                        max_unauthenticated=self.param("max_unauthenticated"),
+                        refusals=refusals,
                     )
                 )
         self.modules = modules
         context.modex.put(wire.MODEX_KEY, wire.encode_card([m.contact for m in modules]))
         return Offer(self.priority, list(modules))
+
+    def _sweep(self, now: float) -> int:
+        return sum(module.sweep(now) for module in self.modules)
 
     def card(self, rank: int) -> list[wire.ContactAddress] | None:
         """A peer's contact card from the modex (cached), or None if it published none."""

@@ -78,8 +78,13 @@ class Connection:
         self._need = wire.HELLO.size
         self._hello = b""
         self._challenge = b""
-        self.rbuf = bytearray(receive_buffer)
+        # The receive buffer is allocated by open(), once the peer proved the job secret: a
+        # stranger's connection costs a socket and this object, not a quarter of a megabyte.
+        self._receive_buffer = receive_buffer
+        self.rbuf = bytearray(0)
         self.rview = memoryview(self.rbuf)
+        #: When an accepted connection must have finished its handshake (monotonic seconds).
+        self.deadline = 0.0
         self.start = 0
         self.end = 0
         self.big: memoryview | None = None
@@ -128,13 +133,18 @@ class Connection:
         except BlockingIOError:
             return 0
         except OSError as error:
-            self.fail(f"connection to {self._who()} failed during the handshake: {error}", True)
+            self.fail(
+                f"connection to {self._who()} failed during the handshake: {error}",
+                handshake=True,
+                retry=True,
+            )
             return 1
         if not chunk:
             self.fail(
                 f"{self._who()} closed the connection during the handshake (a process of "
                 "another job, or one that does not share this job's secret?)",
                 handshake=True,
+                retry=True,
             )
             return 1
         self._handshake += chunk
@@ -145,7 +155,11 @@ class Connection:
         try:
             self._advance(message)
         except (wire.HandshakeError, OSError) as error:
-            self.fail(str(error), handshake=True)
+            refused = (
+                "not an ompy greeting" if self.state == AWAIT_HELLO else "no proof of the secret"
+            )
+            retry = not isinstance(error, wire.HandshakeError)  # the peer hung up on us
+            self.fail(str(error), handshake=True, refused=refused, retry=retry)
         return 1
 
     def _advance(self, message: bytes) -> None:
@@ -213,6 +227,9 @@ class Connection:
     def open(self) -> None:
         """The handshake is done: from now on the socket carries frames."""
         self.state = OPEN
+        self.rbuf = bytearray(self._receive_buffer)
+        self.rview = memoryview(self.rbuf)
+        self.module.strangers.pop(self, None)
         self.module.poller.modify(self.fd, READ, self._on_event)
 
     # -- established ------------------------------------------------------------------------
@@ -539,10 +556,20 @@ class Connection:
 
     # -- endings ----------------------------------------------------------------------------
 
-    def fail(self, reason: str, handshake: bool = False) -> None:
-        """The handshake failed or was refused."""
+    def fail(
+        self, reason: str, handshake: bool = False, refused: str = "", retry: bool = False
+    ) -> None:
+        """The handshake failed or was refused.
+
+        ``refused``: what an incoming peer did wrong, for the module's aggregated warning (empty
+        for an ordinary end such as a closed socket).  ``retry``: the peer hung up during the
+        handshake (it may have closed us at its handshake deadline while this process was busy
+        elsewhere), so an outgoing connection may be tried again.
+        """
         self.close()
-        self.module.connection_failed(self, BtlPeerError(f"tcp {self.module.name}: {reason}"))
+        self.module.connection_failed(
+            self, BtlPeerError(f"tcp {self.module.name}: {reason}"), refused, retry
+        )
 
     def lost(self, reason: str) -> None:
         """An open connection broke."""
@@ -553,6 +580,7 @@ class Connection:
         if self.state == CLOSED:
             return
         self.state = CLOSED
+        self.module.strangers.pop(self, None)
         self.module.poller.remove(self.fd)
         self.sock.close()
 

@@ -13,6 +13,15 @@ GET_REPLY frames that carry a view of its registered buffer, and the reply is re
 the destination.  A get long enough is striped over every tcp module (link) of this process that
 reaches the peer, in shares weighted by their bandwidth.
 
+**Strangers.**  Any local process can connect to the listening socket, so an accepted connection
+is a *stranger* until it proves the job secret: it gets no receive buffer (that comes with
+authentication), at most ``btl_tcp_max_unauthenticated`` strangers exist at a time (a new one
+evicts the oldest), each must finish its handshake within ``btl_tcp_handshake_timeout`` seconds,
+and refusals are reported as one aggregated warning now and then, never one line each.  When
+``accept`` fails for lack of descriptors (``EMFILE``, ``ENFILE``) or memory, the listener is
+paused (taken out of the poller, so the process does not spin on a socket that stays readable)
+for a time that doubles up to :data:`MAX_PAUSE` while the condition lasts.
+
 Finalize flushes every queued frame, completing handshakes still in progress first; frames that
 still cannot be delivered within ``btl_tcp_finalize_timeout`` fail their descriptors and make
 finalize raise an error that counts them.
@@ -20,6 +29,7 @@ finalize raise an error that counts them.
 
 from __future__ import annotations
 
+import errno
 import select
 import socket
 import time
@@ -39,6 +49,7 @@ from ompy.opal.mca.btl import (
     ModuleAttributes,
 )
 from ompy.opal.proc import Proc
+from ompy.opal.tally import Tally
 
 from . import wire
 from .connection import CLOSED, CONNECTING, OPEN, Connection
@@ -57,12 +68,32 @@ _GET_REQUEST_PACK = wire.GET_REQUEST.pack
 _REPLY_HEADER_SIZE = _FRAME_SIZE + wire.GET_REPLY.size
 _OWNERSHIP = DescriptorFlags.OWNERSHIP
 _ALWAYS_CALLBACK = DescriptorFlags.ALWAYS_CALLBACK
+#: ``accept`` errors that mean "out of descriptors or memory": pause the listener, do not spin.
+_EXHAUSTED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+#: The first pause of a listener after such an error, and the longest (seconds).
+FIRST_PAUSE = 0.05
+MAX_PAUSE = 1.0
+#: Connections accepted per readiness event at most, so a flood cannot monopolize progress.
+ACCEPT_BATCH = 64
+#: New attempts of an outgoing connection whose peer hung up during the handshake (its
+#: deadline passed while this process computed, or a flood evicted it) before giving up.
+HANDSHAKE_RETRIES = 3
 
 
 class TcpEndpoint(Endpoint):
     """A peer as one tcp module sees it: where to connect, the connection, the send queue."""
 
-    __slots__ = ("address", "closed", "conn", "error", "gets", "pending", "queue", "waiting")
+    __slots__ = (
+        "address",
+        "closed",
+        "conn",
+        "error",
+        "gets",
+        "pending",
+        "queue",
+        "retries",
+        "waiting",
+    )
 
     def __init__(self, module: TcpBtlModule, proc: Proc, address: tuple[str, int]) -> None:
         super().__init__(module, proc)
@@ -74,6 +105,7 @@ class TcpEndpoint(Endpoint):
         self.error: BaseException | None = None
         self.closed = False  # the peer finalized
         self.gets: dict[int, GetPart] = {}  # our gets from this peer, by get id
+        self.retries = 0  # new attempts after the peer hung up during the handshake
 
 
 class TcpBtlModule(BtlModule[TcpEndpoint]):
@@ -99,6 +131,9 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         get_stripe_min: int = 1 << 20,
         free_list_max: int | None = None,
         finalize_timeout: float = 5.0,
+        handshake_timeout: float = 10.0,
+        max_unauthenticated: int = 64,
+        refusals: Tally | None = None,
     ) -> None:
         super().__init__(component, f"tcp:{interface.name}:{link}", attributes)
         self.interface = interface
@@ -114,6 +149,17 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         self.get_stripe_min = get_stripe_min
         self._get_ids = 0
         self.rejected = 0  # incoming connections that failed the handshake (strangers)
+        self.handshake_timeout = handshake_timeout
+        self.max_unauthenticated = max_unauthenticated
+        #: Accepted connections that have not proved the secret yet, oldest first.
+        self.strangers: dict[Connection, None] = {}
+        self.refusals = (
+            refusals
+            if refusals is not None
+            else Tally(component.log, f"tcp {self.name}: refused connections")
+        )
+        self._pause = 0.0  # the current pause of the listener after EMFILE (0: not paused)
+        self._resume_at: float | None = None
         # Bytes read from this module's sockets (frames and their headers), counted per read
         # call rather than per frame: reported at finalize under btl_base_verbose >= 20, so a
         # run can show which links carried a striped message.
@@ -440,18 +486,60 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
 
     def _on_accept(self, _mask: int) -> int:
         accepted = 0
-        while True:
+        while accepted < ACCEPT_BATCH:
             try:
                 sock, _address = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return accepted
-            except OSError:
-                return accepted  # the listener closed under us (finalize)
+            except OSError as error:
+                if error.errno in _EXHAUSTED:
+                    self._pause_listener(error)
+                return accepted  # otherwise the listener closed under us (finalize)
+            self._pause = 0.0
+            if len(self.strangers) >= self.max_unauthenticated:
+                oldest = next(iter(self.strangers))
+                self._refuse(oldest, "evicted: too many unauthenticated connections")
             self._tune(sock)
             conn = Connection(self, sock, receive_buffer=self.receive_buffer)
+            conn.deadline = time.monotonic() + self.handshake_timeout
+            self.strangers[conn] = None
             self.connections.add(conn)
             conn.accepted()
+            self.poller.sweep_by(conn.deadline)
             accepted += 1
+        return accepted
+
+    def _refuse(self, conn: Connection, reason: str) -> None:
+        """Close a stranger without its handshake (counted in the aggregated warning)."""
+        self.connections.discard(conn)
+        conn.close()
+        self.rejected += 1
+        self.refusals.note(reason)
+
+    def _pause_listener(self, error: OSError) -> None:
+        """Out of descriptors: stop polling the listener for a while instead of spinning."""
+        self._pause = min(MAX_PAUSE, self._pause * 2) if self._pause else FIRST_PAUSE
+        self._resume_at = time.monotonic() + self._pause
+        self.poller.remove(self.listener.fileno())
+        self.poller.sweep_by(self._resume_at)
+        self.refusals.note(f"accept failed ({error.strerror}): listener paused")
+
+    def sweep(self, now: float) -> int:
+        """Close strangers past their deadline, resume a paused listener; what it did."""
+        done = 0
+        for conn in [c for c in self.strangers if c.deadline <= now]:
+            self._refuse(conn, f"no handshake within {self.handshake_timeout:g} s")
+            done += 1
+        if self._resume_at is not None:
+            if now >= self._resume_at:
+                self._resume_at = None
+                self.poller.add(self.listener.fileno(), READ, self._on_accept, idle=True)
+                done += 1
+            else:
+                self.poller.sweep_by(self._resume_at)
+        if self.strangers:
+            self.poller.sweep_by(min(c.deadline for c in self.strangers))
+        return done
 
     def incoming_verified(self, conn: Connection) -> bool:
         """An incoming connection proved the secret: keep it (True) or refuse it as duplicate."""
@@ -479,6 +567,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
     def outgoing_accepted(self, conn: Connection) -> None:
         endpoint = conn.endpoint
         endpoint.pending = None
+        endpoint.retries = 0
         if endpoint.conn is None:
             endpoint.conn = conn
             endpoint.waiting = False
@@ -494,15 +583,26 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         if endpoint.conn is None:
             endpoint.waiting = True
 
-    def connection_failed(self, conn: Connection, error: BtlPeerError) -> None:
-        """A handshake failed: an outgoing one makes the peer unreachable; incoming is dropped."""
+    def connection_failed(
+        self, conn: Connection, error: BtlPeerError, refused: str = "", retry: bool = False
+    ) -> None:
+        """A handshake failed: an outgoing one makes the peer unreachable (after up to
+        :data:`HANDSHAKE_RETRIES` new attempts when the peer hung up); incoming is dropped."""
         self.connections.discard(conn)
         endpoint = conn.endpoint
         if conn.outgoing and endpoint is not None and endpoint.pending is conn:
             endpoint.pending = None
+            if retry and endpoint.retries < HANDSHAKE_RETRIES:
+                endpoint.retries += 1
+                if self.component.verbose:
+                    self.component.log.debug("%s; connecting again", error)
+                self._connect(endpoint)
+                return
             self._fail_endpoint(endpoint, error)
         else:
             self.rejected += 1
+            if refused:  # a wrong proof or a malformed message: worth a (rate-limited) warning
+                self.refusals.note(refused)
             if self.component.verbose:
                 self.component.log.debug("%s: refused an incoming connection: %s", self.name, error)
 
@@ -591,6 +691,9 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             conn.drain_until_eof(deadline)
         self.endpoints.clear()
         self.unclaimed.clear()
+        self.strangers.clear()
+        self._resume_at = None
+        self.refusals.flush()
         if self.component.verbose:
             self.component.log.debug("%s: received %d bytes", self.name, self.bytes_received)
         if undelivered:

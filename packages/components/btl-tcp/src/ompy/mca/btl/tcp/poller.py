@@ -5,11 +5,18 @@ ready, so the progress engine sleeps on that single fd.  Elsewhere it falls back
 registers every socket with the engine instead.  ``poll()`` is the component's progress function:
 it never blocks, and ignores nested calls (a receive callback that waits would otherwise re-enter
 a half-parsed connection).
+
+Deadlines (a stranger's handshake, a listener paused after ``EMFILE``) are not timers of their
+own: whoever needs one calls :meth:`Poller.sweep_by` and the poller calls its ``sweeper`` on the
+first poll at or after that time.  The progress engine never sleeps longer than
+``opal_progress_block_max_ms``, so a deadline is met within that much; with no deadline
+pending the cost on each poll is one attribute test.
 """
 
 from __future__ import annotations
 
 import select
+import time
 from collections.abc import Callable
 
 from ompy.opal.progress import ProgressEngine
@@ -43,6 +50,11 @@ class Poller:
         #: Sockets registered with ``idle=True`` (listeners): alone, they are polled rarely.
         self._idle_fds: set[int] = set()
         self._skipped = 0
+        #: When :attr:`sweeper` is due (``time.monotonic``), or None when nothing is pending.
+        self.sweep_at: float | None = None
+        #: Called with the current time when :attr:`sweep_at` has passed; returns how many
+        #: things it did (connections closed, listeners resumed), counted as events.
+        self.sweeper: Callable[[float], int] | None = None
 
     def add(self, fd: int, events: int, handler: Handler, *, idle: bool = False) -> None:
         """Dispatch ``events`` on ``fd`` to ``handler``.
@@ -72,22 +84,39 @@ class Poller:
         if not self._epoll:  # pragma: no cover - non-Linux
             self.engine.unregister_fd(fd)
 
+    def sweep_by(self, when: float) -> None:
+        """Have :attr:`sweeper` called at the first poll at or after ``when``."""
+        if self.sweep_at is None or when < self.sweep_at:
+            self.sweep_at = when
+
+    def _sweep(self) -> int:
+        now = time.monotonic()
+        if self.sweep_at is None or now < self.sweep_at or self.sweeper is None:
+            return 0
+        self.sweep_at = None
+        self._busy = True
+        try:
+            return self.sweeper(now)
+        finally:
+            self._busy = False
+
     def poll(self) -> int:
         """Handle every ready socket once; the number of events handled."""
         if self._busy:
             return 0
+        swept = 0 if self.sweep_at is None else self._sweep()
         if len(self.handlers) == len(self._idle_fds):
             self._skipped += 1
             if self._skipped < IDLE_POLL_EVERY:
-                return 0
+                return swept
             self._skipped = 0
         ready = self._poll(0)
         if not ready:
-            return 0
+            return swept
         self._busy = True
         try:
             handlers = self.handlers
-            events = 0
+            events = swept
             for fd, mask in ready:
                 handler = handlers.get(fd)
                 if handler is not None:

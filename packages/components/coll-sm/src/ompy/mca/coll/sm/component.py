@@ -8,13 +8,15 @@ is left to the other components.  The module implements barrier, bcast, reduce a
 only; the communicator's table takes everything else from ``tuned`` or ``basic``.
 
 Segments are created by the communicator's rank 0 through the shmem framework, named
-``ompy-<jobid>-coll-sm-<world rank>-<context id>-<serial>``, and unlinked as soon as every rank
-has attached (:mod:`.handshake`).
+``ompy-<jobid>-<random>-coll-sm-<world rank>-<context id>-<serial>`` (the 64 random bits keep
+other users from creating the name first; the descriptor reaches the other ranks in the
+handshake), and unlinked as soon as every rank has attached (:mod:`.handshake`).
 """
 
 from __future__ import annotations
 
 import itertools
+import secrets
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
@@ -132,7 +134,12 @@ class SmCollComponent(CollComponent):
     def create_segment(self, comm: Any, size: int) -> Segment:
         """A new segment for ``comm``, named so the launcher can remove it after a crash."""
         me = comm.instance.procs[comm.instance.world_rank]
-        name = f"ompy-{me.jobid}-coll-sm-{me.rank}-{comm.context_id}-{next(self._serial)}"
+        # The random part makes the name unpredictable: the job id is visible to every user
+        # (/tmp, /proc), and a name another user can guess, they can create first.
+        name = (
+            f"ompy-{me.jobid}-{secrets.token_hex(8)}-coll-sm-{me.rank}-{comm.context_id}-"
+            f"{next(self._serial)}"
+        )
         segment = shmem_base.selection(self.registry).module.create(name, size)
         self.log.debug("%s: %d bytes for %d ranks of %r", name, size, comm.size, comm.name)
         return segment

@@ -37,7 +37,7 @@ from ompy.ompi.mca.coll import CollModule
 from ompy.opal.mca.shmem import Segment, SegmentBusyError, SegmentDescriptor
 
 from . import layout as L  # noqa: N812 (read as "the layout")
-from .doorbell import Doorbell
+from .doorbell import Doorbell, coll_doorbell
 from .flags import Flags
 from .handshake import establish
 
@@ -73,7 +73,7 @@ class SmCollModule(CollModule):
     def enable(self, comm: Any) -> None:
         """Collective: rank 0 creates the segment, everyone attaches, rank 0 unlinks it."""
         me = comm.instance.procs[comm.instance.world_rank]
-        doorbell = Doorbell(me.jobid, me.rank)
+        doorbell = coll_doorbell(me.rank)
         try:
             segment, plan, bells = establish(
                 comm, lambda: self._create(comm), self._attach, doorbell.address

@@ -14,7 +14,10 @@ class DefaultErrmgrComponent(ErrmgrComponent):
 
     name = "default"
     version = __version__
-    description = "a rank that fails (exception, abort, non-zero exit, signal) ends the job"
+    description = (
+        "a rank that fails (exception, abort, non-zero exit, signal, sys.exit before the "
+        "others finished, exit without finalizing) ends the job"
+    )
     default_priority = 10
 
     def query(self, context: None) -> Offer[DefaultErrmgrModule] | None:

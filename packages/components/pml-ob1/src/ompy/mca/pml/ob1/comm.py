@@ -19,7 +19,17 @@ from .matching import MatchingState
 class CommState:
     """Matching queues and peer endpoints of one communicator."""
 
-    __slots__ = ("arrive", "ctx", "endpoints", "matching", "next_seq", "rank", "send_seq", "size")
+    __slots__ = (
+        "arrive",
+        "cancel_send",
+        "ctx",
+        "endpoints",
+        "matching",
+        "next_seq",
+        "rank",
+        "send_seq",
+        "size",
+    )
 
     def __init__(
         self,
@@ -28,6 +38,8 @@ class CommState:
         endpoints: Sequence[BmlEndpoint],
         on_match: Callable[[Any, Any], None],
         retain: Callable[[Any], Any],
+        *,
+        cancel_send: Callable[[Any], None] | None = None,
     ) -> None:
         self.ctx = ctx
         self.rank = rank
@@ -38,6 +50,8 @@ class CommState:
         self.next_seq = self.matching.next_send_sequence
         #: The matching state's per-peer send sequence numbers, for the PML's inlined increment.
         self.send_seq = self.matching.send_sequences
+        #: The PML's ``cancel_send(request)``, for a send request's ``cancel``.
+        self.cancel_send = cancel_send
 
     def __repr__(self) -> str:
         m = self.matching

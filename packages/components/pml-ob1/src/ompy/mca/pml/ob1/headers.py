@@ -13,7 +13,15 @@ ACK     src_req, dst_req, send_offset, send_size — receiver matched, send the 
 FRAG    frag_offset, src_req, dst_req — a later fragment of a long message           32
 PUT     src_req, dst_req, rdma_offset, dst_ptr, size — where the sender may put      48
 FIN     status, frag, size — an RDMA transfer finished                               24
+CANCEL  ctx, src, seq, src_req, token — the sender asks to withdraw a message         32
+CANCELD token — the answer to CANCEL; flag FLAG_WITHDRAWN if it was withdrawn         16
 ======  ==========================================================================  =====
+
+CANCEL and CANCELD are ompy's own (Open MPI's ob1 does not cancel sends; MPICH does it with
+the same request/answer pair): a send is withdrawn only while its message waits unmatched in
+the receiver's unexpected queue, so the receiver, which owns the matching, decides.  CANCEL
+names the message by (ctx, src) and either its sequence number (an eager message) or, with
+FLAG_BY_REQUEST, the sender's request id (a rendezvous).
 
 The match part carries the communicator's context id (unsigned 32 bits; Open MPI uses 16),
 the sender's rank in the communicator (signed 32), the tag (signed 32: negative tags are the
@@ -42,6 +50,8 @@ TYPE_ACK: Final = 0x44
 TYPE_FRAG: Final = 0x46
 TYPE_PUT: Final = 0x48
 TYPE_FIN: Final = 0x49
+TYPE_CANCEL: Final = 0x4A
+TYPE_CANCELED: Final = 0x4B
 
 #: The sender waits for an ACK of the match (synchronous sends, rendezvous).
 FLAG_ACK: Final = 0x01
@@ -50,6 +60,10 @@ FLAG_CONTIG: Final = 0x08
 #: Do not use RDMA for the rest of this message; send FRAGs.
 FLAG_NORDMA: Final = 0x10
 
+#: CANCEL names a rendezvous message by the sender's request id (else by sequence number).
+FLAG_BY_REQUEST: Final = 0x01
+#: CANCELD: the message was withdrawn before anything matched it.
+FLAG_WITHDRAWN: Final = 0x01
 #: Width of the sequence numbers in the match part; they wrap modulo 2**SEQ_BITS.
 SEQ_BITS: Final = 16
 #: Sequence numbers are kept modulo 2**SEQ_BITS: ``(seq + 1) & SEQ_MASK``.
@@ -173,9 +187,22 @@ FIN: Final = Header(
     struct.Struct("!BB2xiQQ"),
 )
 
+CANCEL: Final = Header(
+    "CANCEL",
+    TYPE_CANCEL,
+    ("type", "flags", "ctx", "src", "seq", "src_req", "token"),
+    struct.Struct("!BB2xIiH2xQQ"),
+)
+CANCELED: Final = Header(
+    "CANCELD",
+    TYPE_CANCELED,
+    ("type", "flags", "token"),
+    struct.Struct("!BB6xQ"),
+)
+
 #: Every header by its type byte.
 HEADERS: Final[Mapping[int, Header]] = {
-    header.type: header for header in (MATCH, RNDV, RGET, ACK, FRAG, PUT, FIN)
+    header.type: header for header in (MATCH, RNDV, RGET, ACK, FRAG, PUT, FIN, CANCEL, CANCELED)
 }
 
 

@@ -163,6 +163,22 @@ class MatchingState:
                 return True
         return False
 
+    def withdraw(self, source: int, wanted: Callable[[Any], bool]) -> bool:
+        """Remove the unexpected message from ``source`` that ``wanted`` picks (a cancelled
+        send); False, changing nothing, unless exactly one message is picked.
+
+        Only a message waiting in its turn can go: one held back (arrived early) keeps its
+        place in the sequence, so its send is not cancelled.
+        """
+        self._check_peer(source)
+        queue = self._unexpected[source]
+        found = [index for index, entry in enumerate(queue) if wanted(entry[1])]
+        if len(found) != 1:
+            return False
+        del queue[found[0]]
+        self._unexpected_count -= 1
+        return True
+
     def arrive(self, source: int, tag: int, seq: int, message: Any) -> bool:
         """A message's match header arrived; True if it matched a posted receive at once.
 

@@ -31,11 +31,14 @@ from ompy.ompi.mca.pml.context import PmlContext
 from ompy.opal import output
 from ompy.opal.mca.btl import BtlError
 
+from .cancel import CancelSide
 from .comm import CommState
 from .headers import (
     MATCH,
     SEQ_MASK,
     TYPE_ACK,
+    TYPE_CANCEL,
+    TYPE_CANCELED,
     TYPE_FIN,
     TYPE_FRAG,
     TYPE_MATCH,
@@ -57,7 +60,7 @@ class PmlError(RuntimeError):
     """The PML was used out of order, or the wire protocol was violated."""
 
 
-class Ob1PmlModule(SendSide, RecvSide, PmlModule):
+class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
     """Point-to-point messaging over the BML's endpoints."""
 
     max_tag = 2**31 - 1
@@ -87,6 +90,7 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         self._sends: dict[int, SendRequest] = {}
         self._recvs: dict[int, RecvRequest] = {}
         self._pending: deque = deque()
+        self._cancels: dict[int, tuple[SendRequest, int, bool]] = {}
         self._orphans: dict[int, list[tuple[Any, int, Any]]] = {}
         self._deferred: deque = deque()
         self._delivering = False
@@ -102,6 +106,8 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
             TYPE_ACK: self._recv_ack,
             TYPE_FRAG: self._recv_frag,
             TYPE_FIN: self._recv_fin,
+            TYPE_CANCEL: self._recv_cancel,
+            TYPE_CANCELED: self._recv_canceled,
         }
         for tag, handler in self._handlers.items():
             self.bml.register(tag, handler)
@@ -144,7 +150,12 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
                 "the PML (add_procs must come first)"
             )
         state = CommState(
-            ctx, comm.rank, [self._peers[rank] for rank in ranks], self._matched, self._retain
+            ctx,
+            comm.rank,
+            [self._peers[rank] for rank in ranks],
+            self._matched,
+            self._retain,
+            cancel_send=self.cancel_send,
         )
         self._comms[ctx] = state
         comm.pml_state = state
@@ -202,9 +213,9 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         if not 0 <= dest < state.size:
             raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
         peer = state.endpoints[dest]
-        request = SendRequest(data, peer)
         seqs = state.send_seq  # the matching state's list: next_send_sequence(), inlined
         seq = seqs[dest]
+        request = SendRequest(data, peer, state, seq)
         seqs[dest] = (seq + 1) & _SEQ_MASK
         btl = peer.eager_single or peer.next_eager()
         try:
@@ -248,6 +259,7 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         memoryview(copy)[:] = data
         carrier = SendRequest(memoryview(copy), request.peer)
         self._start_rndv(carrier, btl, seq, state, tag, synchronous=False)
+        request.id = carrier.id  # what a cancel names the message by
         request.count = len(data)
         request.complete = True
         return request
@@ -347,6 +359,7 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
         if endpoint is None:
             return
         proc = endpoint.proc
+        self._forget_cancels(proc)
         for table in (self._sends, self._recvs):
             for key, request in list(table.items()):
                 if request.peer is not None and request.peer.proc.same_process(proc):
@@ -375,7 +388,7 @@ class Ob1PmlModule(SendSide, RecvSide, PmlModule):
     @property
     def idle(self) -> bool:
         """No send owes data to a peer and no work waits for descriptors."""
-        return not self._sends and not self._pending
+        return not self._sends and not self._pending and not self._cancels
 
     def finalize(self) -> None:
         """Drain pending sends, then finalize the BML and the BTLs; once."""

@@ -91,7 +91,7 @@ class RecvSide:
                     callback(request)
             else:
                 data = view[_MATCH_SIZE:]
-                message = Message(TYPE_MATCH, flags, ctx, src, mtag, data, length, 0, 0, module)
+                message = Message(TYPE_MATCH, flags, ctx, src, mtag, data, length, seq, 0, module)
                 if request is not None:
                     self._matched(request, message)  # truncated: the general delivery says so
                 else:

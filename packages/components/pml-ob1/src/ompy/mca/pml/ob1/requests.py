@@ -1,6 +1,6 @@
 """ob1's request classes and the message record that matching queues.
 
-:class:`SendRequest` and :class:`RecvRequest` are the :class:`~ompy.ompi.request.CoreRequest`
+:class:`SendRequest` and :class:`RecvRequest` are the :class:`~ompy.ompi.completion.CoreRequest`
 subclasses ``isend``/``irecv``/``imrecv`` return; they add only the protocol state ob1 needs, in
 slots.  :class:`Message` is what an arriving MATCH, RNDV or RGET header becomes: it waits in the
 matching queues when nothing is posted and is the opaque object ``improbe`` hands out.
@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
+from ompy.ompi.completion import CoreRequest
 from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
-from ompy.ompi.request import CoreRequest
 
 from .headers import TYPE_MATCH
 
@@ -31,11 +31,13 @@ class SendRequest(CoreRequest):
         "rdma_btl",
         "scheduling",
         "sent",
+        "seq",
+        "state",
         "stripes",
         "to_send",
     )
 
-    def __init__(self, data: memoryview, peer: Any) -> None:
+    def __init__(self, data: memoryview, peer: Any, state: Any = None, seq: int = 0) -> None:
         # CoreRequest's fields set here rather than through super().__init__(): one call less
         # on every send (a test checks that both set the same fields).
         self.complete = False
@@ -57,6 +59,15 @@ class SendRequest(CoreRequest):
         self.scheduling = False
         self.handle = None
         self.rdma_btl = None
+        self.state = state  # the CommState it was sent on (None: a private carrier)
+        self.seq = seq  # its sequence number there: how a cancel names an eager message
+
+    def cancel(self) -> None:
+        """Ask the receiver to withdraw the message (ob1's ``cancel_send``); the answer comes
+        through progress and completes the request, cancelled or not."""
+        state = self.state
+        if state is not None and state.cancel_send is not None and not self.cancelled:
+            state.cancel_send(self)
 
 
 class Stripe:
@@ -126,7 +137,8 @@ class Message:
 
     ``data`` is the payload view while inside the BTL callback and a private copy once the
     message is retained (unexpected, early, or deferred).  ``count`` is the message's full
-    length in bytes, as probes report it.
+    length in bytes, as probes report it.  ``src_req`` is the sender's request id of a
+    rendezvous and the sequence number of an eager message (what a CANCEL names it by).
     """
 
     __slots__ = (

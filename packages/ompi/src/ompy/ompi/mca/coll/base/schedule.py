@@ -30,9 +30,9 @@ import weakref
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeAlias
 
+from ....completion import CoreRequest
 from ....errors import ERR_OTHER
 from ....errors import Exception as MPIException
-from ....request import CoreRequest
 from .tags import claim_tag, next_tag
 
 #: What an algorithm yields: the requests of one round (or a single request).

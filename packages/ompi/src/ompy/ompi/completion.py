@@ -1,9 +1,11 @@
-"""The request core: completion state shared by the PML, collectives and the MPI API.
+"""Completion records: the state of one operation in flight, shared by every engine.
 
-Engines (the PML, a collective schedule, a generalized request) create a :class:`CoreRequest`
-subclass, fill in the status fields and call :meth:`CoreRequest.finish` once the operation is
-done.  The public ``MPI.Request`` objects wrap these: waiting is the API layer's loop over the
-progress engine until ``complete`` is true, so the hot path is one attribute read per pass.
+This is Open MPI's ``ompi_request_t`` (the engine side); the user's handles on it, ``MPI.Request``
+and the waits and tests, are the one request module ``ompy.ompi.api.request``.  Engines (the
+PML, a collective schedule, a generalized request) create a :class:`CoreRequest` subclass, fill
+in the status fields and call :meth:`CoreRequest.finish` once the operation is done.  Waiting is
+the API layer's loop over the progress engine until ``complete`` is true, so the hot path is one
+attribute read per pass.
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ class CoreRequest:
     def cancel(self) -> None:
         """Ask to cancel; an engine that can cancel overrides this (then sets ``cancelled``).
 
-        The default does nothing: MPI allows a cancel to fail, and the request then completes
-        normally (``Status.Is_cancelled()`` is false).
+        Called for pending and completed (not yet reported) requests alike: a completed eager
+        send may still wait unmatched at its receiver.  The default does nothing: MPI allows a
+        cancel to fail, and the request then completes normally (``Is_cancelled()`` is false).
         """
 
     def __repr__(self) -> str:

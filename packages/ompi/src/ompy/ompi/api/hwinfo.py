@@ -1,0 +1,118 @@
+"""``MPI.Get_hw_resource_info``: which hardware resources the calling process is confined to.
+
+MPI 4.1 lets an implementation describe the hardware the calling process runs on as info keys
+naming resource types; Open MPI names them with hwloc URIs (``hwloc://Package``,
+``hwloc://Core``, ...) and gives each the value ``"true"`` when every processor the process may
+run on lies in one resource of that type, ``"false"`` otherwise.  The answer follows the binding
+at the time of the call (``os.sched_setaffinity`` changes it).  A resulting key is what a
+program passes as ``mpi_hw_resource_type`` to ``Comm.Split_type``.
+
+ompy reads the topology Linux publishes under ``/sys/devices/system`` (what hwloc reads too):
+each processor's package and core siblings, its caches and the NUMA nodes.  A type the system
+does not describe is left out; ``hwloc://Machine`` is always there (a process runs on one
+machine).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+#: Where Linux describes processors and NUMA nodes.
+SYSFS = Path("/sys/devices/system")
+#: The resource types reported, largest first, with hwloc's names.
+TYPES = (
+    "Machine",
+    "Package",
+    "NUMANode",
+    "L3Cache",
+    "L2Cache",
+    "L1Cache",
+    "Core",
+    "PU",
+)
+PREFIX = "hwloc://"
+
+
+def resources(cpus: Iterable[int] | None = None, root: Path = SYSFS) -> dict[str, str]:
+    """The info pairs of ``Get_hw_resource_info`` for processors ``cpus`` (default: the
+    caller's current binding), read from the topology under ``root``."""
+    allowed = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+    if not allowed:
+        raise ValueError("hardware resources: the process may run on no processor")
+    readers: dict[str, Callable[[int], str | None]] = {
+        "Package": lambda cpu: _topology(root, cpu, "package_cpus_list", "core_siblings_list"),
+        "NUMANode": _numa_nodes(root),
+        "L3Cache": lambda cpu: _cache(root, cpu, 3),
+        "L2Cache": lambda cpu: _cache(root, cpu, 2),
+        "L1Cache": lambda cpu: _cache(root, cpu, 1),
+        "Core": lambda cpu: _topology(root, cpu, "core_cpus_list", "thread_siblings_list"),
+    }
+    result = {PREFIX + "Machine": "true"}
+    for kind in TYPES[1:-1]:
+        owners = [readers[kind](cpu) for cpu in allowed]
+        if any(owner is None for owner in owners):
+            continue  # the system does not describe this type for every processor
+        result[PREFIX + kind] = _flag(len(set(owners)) == 1)
+    result[PREFIX + "PU"] = _flag(len(allowed) == 1)
+    return result
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _topology(root: Path, cpu: int, name: str, older_name: str) -> str | None:
+    """The processors sharing ``cpu``'s resource, as the kernel lists them (its identity)."""
+    base = root / "cpu" / f"cpu{cpu}" / "topology"
+    listed = _read(base / name)
+    return listed if listed is not None else _read(base / older_name)
+
+
+def _cache(root: Path, cpu: int, level: int) -> str | None:
+    """The processors sharing ``cpu``'s data (or unified) cache of ``level``."""
+    caches = root / "cpu" / f"cpu{cpu}" / "cache"
+    try:
+        entries = sorted(caches.glob("index*"))
+    except OSError:
+        return None
+    for entry in entries:
+        if _read(entry / "level") != str(level):
+            continue
+        if _read(entry / "type") not in ("Data", "Unified"):
+            continue
+        shared = _read(entry / "shared_cpu_list")
+        if shared is not None:
+            return shared
+    return None
+
+
+def _numa_nodes(root: Path) -> Callable[[int], str | None]:
+    """Processor -> the name of its NUMA node (None where the system shows no nodes)."""
+    node_of: dict[int, str] = {}
+    for node in sorted((root / "node").glob("node[0-9]*")):
+        listed = _read(node / "cpulist")
+        if listed:
+            for cpu in parse_cpulist(listed):
+                node_of[cpu] = node.name
+    return node_of.get
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """The processors of a kernel cpu list such as ``"0-3,8,10-11"``."""
+    cpus: list[int] = []
+    for piece in text.split(","):
+        part = piece.strip()
+        if not part:
+            continue
+        first, _, last = part.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
