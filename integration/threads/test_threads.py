@@ -32,15 +32,19 @@ def reports(result, ranks: int) -> dict[int, dict]:
 
 
 @pytest.mark.parametrize(
-    ("ranks", "transport"),
+    ("ranks", "transport", "options"),
     [
-        (2, ["--mca", "btl", "self,sm"]),
-        (3, ["--mca", "btl", "self,sm"]),  # oversubscribed on 2 cores: idle passes yield
-        (2, ["--mca", "btl", "self,tcp"]),
+        (2, ["--mca", "btl", "self,sm"], []),
+        (3, ["--mca", "btl", "self,sm"], []),  # oversubscribed on 2 cores: idle passes yield
+        (2, ["--mca", "btl", "self,tcp"], []),
+        # every thread exists before Init_thread, which must switch to the locked mode at once
+        (2, ["--mca", "btl", "self,sm"], ["--threads-before-init"]),
     ],
-    ids=["sm", "sm-oversubscribed", "tcp"],
+    ids=["sm", "sm-oversubscribed", "tcp", "sm-threads-before-init"],
 )
-def test_threads_share_and_split_communicators_without_losing_a_message(ompy, ranks, transport):
+def test_threads_share_and_split_communicators_without_losing_a_message(
+    ompy, ranks, transport, options
+):
     result = ompy.run(
         [
             "-n",
@@ -49,6 +53,7 @@ def test_threads_share_and_split_communicators_without_losing_a_message(ompy, ra
             *transport,
             sys.executable,
             str(PROGRAMS / "threads_suite.py"),
+            *options,
         ],
         timeout=240,
     )

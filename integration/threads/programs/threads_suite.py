@@ -17,11 +17,17 @@ found (an empty list is a pass).  Steps, in this order on every rank:
    finished by ``Waitall``), and runs collectives on it (``Barrier``, ``bcast``,
    ``allreduce``, ``Allreduce``, ``allgather``).
 4. ``COMM_WORLD.Barrier`` and ``Finalize`` from the main thread.
+
+The threads are started after ``Init_thread`` (the process switches to its locked mode when it
+starts the first, lazy activation: ``locked_at_init`` is false), or, with
+``--threads-before-init``, all of them before it: they wait for their work in a pool, and
+``Init_thread`` switches at once (``locked_at_init`` is true).
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import sys
 import threading
 
@@ -38,6 +44,35 @@ LONG = 100_000  # int64 elements: 800 kB, above every transport's eager limit
 TIMEOUT = 120.0
 
 
+class Pool:
+    """Threads started once, before ``Init_thread`` (``--threads-before-init``), that run the
+    work ``run_threads`` gives them, one piece each."""
+
+    def __init__(self, count: int) -> None:
+        self.jobs: list[queue.Queue] = [queue.Queue() for _ in range(count)]
+        for jobs in self.jobs:
+            threading.Thread(target=self._serve, args=(jobs,), daemon=True).start()
+
+    @staticmethod
+    def _serve(jobs: queue.Queue) -> None:
+        while True:
+            job, done = jobs.get()
+            try:
+                job()
+            finally:
+                done.set()
+
+    def run(self, jobs: list) -> list[bool]:
+        """Run ``jobs[i]`` in thread ``i``; whether each finished in time."""
+        events = [threading.Event() for _ in jobs]
+        for queue_, job, done in zip(self.jobs, jobs, events, strict=False):
+            queue_.put((job, done))
+        return [done.wait(TIMEOUT) for done in events]
+
+
+POOL: Pool | None = None  # set by main() with --threads-before-init
+
+
 def run_threads(target, count: int) -> list[str]:
     """Run ``target(t, problems)`` in ``count`` threads; the problems they found."""
     problems: list[str] = []
@@ -48,6 +83,12 @@ def run_threads(target, count: int) -> list[str]:
         except BaseException as error:  # reported, not lost in a thread
             problems.append(f"thread {t}: {error!r}")
 
+    if POOL is not None:
+        finished = POOL.run([lambda t=t: guarded(t) for t in range(count)])
+        problems += [
+            f"pool thread {t} still runs after {TIMEOUT} s" for t in range(count) if not finished[t]
+        ]
+        return problems
     threads = [threading.Thread(target=guarded, args=(t,), daemon=True) for t in range(count)]
     for thread in threads:
         thread.start()
@@ -67,10 +108,13 @@ def levels() -> list[str]:
         problems.append(f"Query_thread says {MPI.Query_thread()}")
     if not MPI.Is_thread_main():
         problems.append("Is_thread_main is false in the main thread")
+    locked = MPI.COMM_WORLD._c.instance.engine.threaded  # ompy's own state, not MPI's
+    if locked != (POOL is not None):
+        problems.append(f"locked right after Init_thread: {locked}, threads exist: {POOL}")
     seen: list[bool] = []
-    thread = threading.Thread(target=lambda: seen.append(MPI.Is_thread_main()))
-    thread.start()
-    thread.join()
+    problems += run_threads(lambda t, _: seen.append(MPI.Is_thread_main()), 1)
+    if not MPI.COMM_WORLD._c.instance.engine.threaded:
+        problems.append("not locked after a thread was started")
     if seen != [False]:
         problems.append(f"Is_thread_main in another thread: {seen}")
     return problems
@@ -191,6 +235,9 @@ def private(world: MPI.Intracomm) -> list[str]:
 
 
 def main() -> None:
+    global POOL
+    if "--threads-before-init" in sys.argv[1:]:
+        POOL = Pool(2 * THREADS)
     report: dict = {"levels": levels()}
     world = MPI.COMM_WORLD
     report["rank"] = world.Get_rank()

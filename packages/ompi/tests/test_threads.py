@@ -7,6 +7,7 @@ are in ``integration/threads``.
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 
@@ -26,6 +27,8 @@ from ompy.ompi.constants import (
     THREAD_SINGLE,
     UNDEFINED,
 )
+from ompy.ompi.errors import Exception as MPIException
+from ompy.opal.threads import InternalThread
 
 
 def in_threads(count: int, body) -> list:
@@ -64,11 +67,14 @@ def test_only_thread_multiple_switches_to_the_locked_variants_and_only_once():
         assert thread_support.provide(instance, level) == level
         assert not engine.threaded and "irecv" not in vars(pml)  # the class's own methods
     assert thread_support.provide(instance, THREAD_MULTIPLE) == THREAD_MULTIPLE
+    assert not engine.threaded  # granted, but no second thread yet (lazy activation, below)
+    instance.go_threaded()
     assert engine.threaded
     locked = {name: vars(pml)[name] for name in ("isend", "irecv", "iprobe", "add_comm")}
     assert all(method.__wrapped__.__self__ is pml for method in locked.values())
     assert thread_support.provide(instance, THREAD_SINGLE) == THREAD_MULTIPLE  # never lowered
     assert thread_support.provide(instance, THREAD_MULTIPLE) == THREAD_MULTIPLE
+    instance.go_threaded()
     assert {name: vars(pml)[name] for name in locked} == locked  # not wrapped twice
     out = np.zeros(2)
     request = world.Irecv(out, 0, 4)  # a communicator made before the switch uses them too
@@ -193,3 +199,151 @@ def test_a_send_to_this_process_wakes_the_thread_sleeping_in_its_receive():
     for thread in receivers:
         thread.join(10)
     assert len(woke) == 3 and max(woke) - sent < 0.5, [w - sent for w in woke]
+
+
+# -- lazy activation: MULTIPLE is granted at once, the locks come with the second thread ---------
+
+
+def is_locked(instance) -> bool:
+    """Whether ``instance`` runs its locked variants (engine and PML entry points)."""
+    locked_pml = all(name in vars(instance.pml) for name in ("isend", "irecv", "iprobe"))
+    assert locked_pml == instance.engine.threaded  # the two switch together
+    return locked_pml
+
+
+def traffic(world: Intracomm) -> None:
+    """A little of everything on a 1-rank world: buffers, objects, nonblocking, collectives."""
+    out = np.zeros(2)
+    request = world.Irecv(out, 0, 1)
+    world.Send(np.array([1.0, 2.0]), 0, 1)
+    request.Wait()
+    assert out.tolist() == [1.0, 2.0]
+    assert world.sendrecv({"x": 1}, 0, source=0) == {"x": 1}
+    assert world.allreduce(3) == 3
+    world.Iallreduce(np.ones(1), out[:1]).Wait()
+    assert out[0] == 1.0
+    assert world.Iprobe(0, 7) is False
+    world.Dup().Free()
+
+
+def test_multiple_without_a_second_thread_keeps_the_unlocked_paths():
+    assert not thread_support.program_threads()  # this test runs with no other thread
+    (world,) = make_world(1)
+    instance = world._c.instance
+    assert thread_support.provide(instance, THREAD_MULTIPLE) == THREAD_MULTIPLE
+    assert instance.thread_level == THREAD_MULTIPLE  # what Query_thread answers
+    assert not is_locked(instance)
+    assert instance.engine.progress == instance.engine._progress
+    traffic(world)
+    assert not is_locked(instance)
+
+
+def test_starting_a_thread_switches_before_it_runs():
+    assert not thread_support.program_threads()
+    worlds = [make_world(1)[0] for _ in range(2)]  # two instances: both switch
+    instances = [world._c.instance for world in worlds]
+    for instance in instances:
+        thread_support.provide(instance, THREAD_MULTIPLE)
+    single = make_world(1)[0]._c.instance  # not granted MULTIPLE: stays unlocked
+    thread_support.provide(single, THREAD_SERIALIZED)
+    seen: list = []
+
+    def first_thing() -> None:  # the new thread's first MPI call finds the locked mode
+        seen.append([is_locked(instance) for instance in instances])
+        seen.append(worlds[0].sendrecv("from the thread", 0, source=0))
+
+    thread = threading.Thread(target=first_thing)
+    assert not any(is_locked(instance) for instance in instances)
+    thread.start()
+    assert all(is_locked(instance) for instance in instances)  # switched by start() itself
+    thread.join(30)
+    assert seen == [[True, True], "from the thread"]
+    assert not is_locked(single)
+    traffic(worlds[1])  # and both work as before
+    in_threads(2, lambda t: traffic(worlds[t]))
+
+
+def test_executors_start_their_threads_through_the_same_hook():
+    from concurrent.futures import ThreadPoolExecutor
+
+    (world,) = make_world(1)
+    instance = world._c.instance
+    thread_support.provide(instance, THREAD_MULTIPLE)
+    if thread_support.program_threads():  # an earlier test's pool may still be winding down
+        pytest.skip("another thread is alive: provide switched at once")
+    assert not is_locked(instance)
+    with ThreadPoolExecutor(2) as pool:
+        assert pool.submit(lambda: (is_locked(instance), world.sendrecv(5, 0, source=0))).result(
+            30
+        ) == (True, 5)
+
+
+def test_threads_that_exist_before_provide_switch_it_at_once():
+    release = threading.Event()
+    waiting = threading.Thread(target=release.wait, args=(30,))
+    waiting.start()
+    try:
+        (world,) = make_world(1)
+        instance = world._c.instance
+        thread_support.provide(instance, THREAD_MULTIPLE)
+        assert is_locked(instance)  # the thread may call MPI as soon as provide returns
+    finally:
+        release.set()
+        waiting.join(30)
+
+
+def test_ompys_own_threads_neither_count_nor_switch():
+    release = threading.Event()
+    helper = InternalThread(target=release.wait, args=(30,))
+    helper.start()  # exists before provide: does not count
+    try:
+        (world,) = make_world(1)
+        instance = world._c.instance
+        thread_support.provide(instance, THREAD_MULTIPLE)
+        assert thread_support.program_threads() == []
+        assert not is_locked(instance)
+        another = InternalThread(target=release.wait, args=(30,))
+        another.start()  # started after it: no switch either
+        assert not is_locked(instance)
+        release.set()
+        another.join(30)
+        traffic(world)
+        assert not is_locked(instance)
+    finally:
+        release.set()
+        helper.join(30)
+
+
+def test_activate_switches_for_threads_the_hook_cannot_see():
+    assert not thread_support.program_threads()
+    (world,) = make_world(1)
+    instance = world._c.instance
+    thread_support.provide(instance, THREAD_MULTIPLE)
+    done = threading.Event()
+    _thread.start_new_thread(done.set, ())  # bypasses threading.Thread.start: no switch
+    assert done.wait(30)
+    assert not is_locked(instance)
+    thread_support.activate()
+    assert is_locked(instance)
+
+
+def test_a_thread_started_by_an_error_handler_leaves_the_failing_call_consistent():
+    # A user callback inside an MPI call starts the second thread: the call ends as it would
+    # have, and the thread (which calls MPI at once) finds the locked mode.
+    (world,) = make_world(1)
+    instance = world._c.instance
+    thread_support.provide(instance, THREAD_MULTIPLE)
+    started: list[threading.Thread] = []
+    got: list = []
+
+    def handler(comm, code) -> None:
+        thread = threading.Thread(target=lambda: got.append(world.sendrecv("t", 0, source=0)))
+        thread.start()
+        started.append(thread)
+
+    world.Set_errhandler(world.Create_errhandler(handler))
+    with pytest.raises(MPIException):  # rank 5 does not exist: the handler runs, then this
+        world.Send(np.ones(1), 5, 0)
+    assert is_locked(instance)
+    started[0].join(30)
+    assert got == ["t"] and world.sendrecv("after", 0, source=0) == "after"

@@ -164,3 +164,98 @@ def test_only_one_thread_sleeps_on_the_descriptors_and_runs_the_sleep_hooks():
         os.close(read)
         os.close(write)
         engine.close()
+
+
+def lock_is_free_for_another_thread(lock) -> bool:
+    """Whether a thread other than the caller could take ``lock`` right now."""
+    got: list[bool] = []
+
+    def probe() -> None:
+        taken = lock.acquire(blocking=False)
+        got.append(taken)
+        if taken:
+            lock.release()
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return got[0]
+
+
+def test_a_switch_inside_a_pass_holds_the_lock_for_the_rest_of_it_then_waits_threaded():
+    # Lazy activation: the only thread switches when it starts a second one, which may happen
+    # in a user function a progress pass runs (an Op of a nonblocking collective's schedule).
+    # The rest of that pass is unlocked code: the switching thread keeps the lock until the
+    # pass ends, and the wait it was in goes on as a threaded wait.
+    engine = ProgressEngine(spin_count=0, block_max_ms=1.0)
+    request = Request()
+    seen: dict[str, object] = {}
+    passes = 0
+
+    def callback() -> int:
+        nonlocal passes
+        passes += 1
+        if passes == 2:
+            engine.enable_threads()  # what the Thread.start hook does
+            seen["held in the pass"] = not lock_is_free_for_another_thread(engine.lock)
+        elif passes == 3:
+            seen["third pass threaded"] = engine.threaded
+            seen["free between passes"] = lock_is_free_for_another_thread(engine.lock)
+            request.complete = True
+        return 0
+
+    engine.register(callback)
+    try:
+        assert engine.wait_for(request, timeout=10)
+        assert seen == {
+            "held in the pass": True,
+            "third pass threaded": True,
+            "free between passes": False,  # the threaded pass holds it (reentrantly)...
+        }
+        assert lock_is_free_for_another_thread(engine.lock)  # ...and nothing holds it after
+        assert engine.progress == engine._progress_threaded
+    finally:
+        engine.close()
+
+
+def test_a_switch_by_a_waits_condition_makes_the_next_pass_a_locked_one():
+    engine = ProgressEngine(spin_count=0, block_max_ms=1.0)
+    tests = 0
+    pass_threads: list[bool] = []
+    free: list[bool] = []
+
+    def condition() -> bool:
+        nonlocal tests
+        tests += 1
+        if tests == 2:
+            engine.enable_threads()  # the unpickling of a received object starts a thread
+            # A condition runs outside the lock in a threaded wait too: no hold here, so the
+            # new thread's MPI calls may run while the condition goes on.
+            free.append(lock_is_free_for_another_thread(engine.lock))
+        return tests == 4
+
+    def callback() -> int:
+        pass_threads.append(engine.lock._is_owned())
+        return 0
+
+    engine.register(callback)
+    try:
+        assert engine.wait_until(condition, timeout=10)
+        # wait_until tests once before the first pass: one pass before the switch, unlocked
+        assert pass_threads[:1] == [False]
+        assert len(pass_threads) >= 3 and all(pass_threads[1:])  # after it: every pass locked
+        assert free == [True]
+        assert lock_is_free_for_another_thread(engine.lock)
+    finally:
+        engine.close()
+
+
+def test_a_switch_outside_the_engine_takes_no_hold():
+    engine = ProgressEngine()
+    try:
+        engine.enable_threads()
+        assert lock_is_free_for_another_thread(engine.lock)
+        engine.enable_threads()  # once: a second call changes nothing
+        assert lock_is_free_for_another_thread(engine.lock)
+    finally:
+        engine.close()

@@ -115,6 +115,15 @@ class Instance:
     #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).
     handles: HandleTable = attrs.field(factory=HandleTable, repr=False)
 
+    # -- threads -----------------------------------------------------------------------------
+
+    def go_threaded(self) -> None:
+        """Switch to the locked variants now if ``MPI_THREAD_MULTIPLE`` was granted (see
+        :mod:`ompy.ompi.threads`: called when a second thread is about to exist); idempotent."""
+        from .threads import go_threaded
+
+        go_threaded(self)
+
     # -- groups ------------------------------------------------------------------------------
 
     @property

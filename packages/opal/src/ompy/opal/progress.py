@@ -50,9 +50,12 @@ tuples are replaced, never mutated).  The engine has two modes, chosen once:
 
 from __future__ import annotations
 
+import dis
 import os
+import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -139,6 +142,9 @@ class ProgressEngine:
         self._fd_sleeper = False  # a thread sleeps on the descriptors (under ``lock``)
         #: True once :meth:`enable_threads` switched to the ``MPI_THREAD_MULTIPLE`` variants.
         self.threaded = False
+        #: The thread that switched from inside this engine's pass or wait and holds
+        #: :attr:`lock` until that pass ends (:meth:`enable_threads`); None otherwise.
+        self._holder: int | None = None
         self._loop = EventLoop()  # sleeping only: the callbacks read what became readable
         self._fds: dict[int, int] = {}  # fd -> registration count
         # Bound once: the unlocked pass is the fast path.
@@ -192,6 +198,8 @@ class ProgressEngine:
         events = 0
         for callback in self._callbacks:
             events += callback()
+        if self.threaded:  # switched during this pass (enable_threads): it ends here
+            self._release_hold()
         return events
 
     # -- threads ----------------------------------------------------------------------------
@@ -199,11 +207,45 @@ class ProgressEngine:
     def enable_threads(self) -> None:
         """Switch to the threaded variants (``MPI_THREAD_MULTIPLE``); once, never back.
 
-        Called while one thread uses the engine (at initialization, or when a later
-        ``Init_thread`` raises the thread level), so the switch itself needs no lock.
+        Called while one thread uses the engine: at initialization, or when that thread is
+        about to start a second one (``ompy.ompi.threads``), so the switch itself needs no
+        lock.  That thread may be inside one of this engine's passes or waits when it
+        switches (a user function it calls, an ``Op`` in a nonblocking collective's schedule
+        or the unpickling of a received object, starts a thread): the rest of that pass runs
+        unlocked code, so the thread takes :attr:`lock` now and keeps it until the pass (or
+        the wait's condition) ends; the wait then goes on as a threaded wait.  A thread it
+        started waits for the lock at its first MPI call until then.
         """
+        if self.threaded:
+            return
+        if self._inside():
+            self.lock.acquire()
+            self._holder = threading.get_ident()
         self.threaded = True
         self.progress = self._progress_threaded
+
+    def _inside(self) -> bool:
+        """Whether the calling thread is inside one of this engine's unlocked passes.
+
+        Read from the thread's stack (this runs once per engine): a frame of :meth:`_progress`,
+        or of :meth:`_wait` stopped at the line of its inline pass.  A wait stopped elsewhere
+        is testing its condition, which runs without the lock in a threaded wait too.
+        """
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if (
+                code is _PASS_CODE or (code is _WAIT_CODE and frame.f_lineno in _WAIT_PASS_LINES)
+            ) and frame.f_locals.get("self") is self:
+                return True
+            frame = frame.f_back
+        return False
+
+    def _release_hold(self) -> None:
+        """End the hold :meth:`enable_threads` took, if the calling thread has one."""
+        if self._holder == threading.get_ident():
+            self._holder = None
+            self.lock.release()
 
     def _progress_threaded(self) -> int:
         with self.lock:
@@ -310,8 +352,14 @@ class ProgressEngine:
                     events += callback()
             else:
                 events = progress()
+            if self.threaded:  # a thread was started in this pass: the pass ends here
+                self._release_hold()
             if request.complete if predicate is None else predicate():
                 return True
+            if self.threaded:  # a thread was started (in the pass, or by the condition)
+                self._release_hold()
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                return self._wait_threaded(predicate, request, left)
             if events:
                 idle = 0
                 block = _FIRST_BLOCK_S
@@ -442,6 +490,24 @@ class ProgressEngine:
     def close(self) -> None:
         """Release the event loop (its wake-up pipe and selector); idempotent."""
         self._loop.close()
+
+
+def _pass_lines(code: types.CodeType, names: tuple[str, ...]) -> frozenset[int]:
+    """The lines of ``code`` that read one of the local variables ``names``."""
+    return frozenset(
+        instruction.positions.lineno
+        for instruction in dis.get_instructions(code)
+        if instruction.opname == "LOAD_FAST"
+        and instruction.argval in names
+        and instruction.positions is not None
+        and instruction.positions.lineno is not None
+    )
+
+
+_PASS_CODE = ProgressEngine._progress.__code__
+_WAIT_CODE = ProgressEngine._wait.__code__
+#: Where an unthreaded wait runs its pass: the callbacks it calls inline, or ``progress()``.
+_WAIT_PASS_LINES = _pass_lines(_WAIT_CODE, ("callback", "progress"))
 
 
 def _readable(_fd: int) -> None:
