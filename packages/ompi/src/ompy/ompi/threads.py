@@ -87,8 +87,8 @@ def go_threaded(instance: Instance) -> None:
     """Switch ``instance`` to the locked variants if it was granted ``MPI_THREAD_MULTIPLE``.
 
     Idempotent.  The caller is the one thread that uses the instance (the next one is not
-    started yet); if it is inside one of the engine's passes or waits, the engine keeps the
-    lock for the rest of that pass (:meth:`~ompy.opal.progress.ProgressEngine.enable_threads`).
+    started yet); if it is inside one of the engine's passes, the engine keeps the lock for
+    the rest of that pass (:meth:`~ompy.opal.progress.ProgressEngine.enable_threads`).
     """
     engine = instance.engine
     if instance.thread_level < THREAD_MULTIPLE or engine.threaded:
@@ -130,7 +130,10 @@ class StartHook:
         self.original = original
         #: The instances granted ``MPI_THREAD_MULTIPLE`` that have not gone threaded yet.
         self.waiting: weakref.WeakSet[Instance] = weakref.WeakSet()
-        self._lock = threading.Lock()  # a leaf: the switch takes the engine's lock only
+        # Guards ``waiting``.  A switch under it may take an engine's lock (enable_threads'
+        # hold), so it comes before the MPI lock; it is never taken under the MPI lock of an
+        # instance that waits (a waiting instance is not threaded: no thread holds its lock).
+        self._lock = threading.Lock()
 
     @classmethod
     def installed(cls) -> StartHook:

@@ -46,6 +46,9 @@ tuples are replaced, never mutated).  The engine has two modes, chosen once:
   others wait wakes them (:meth:`ProgressEngine.notify`), and the descriptor sleeper, when it
   wakes, wakes the condition waiters, so a request completed by any thread is seen by its
   waiter at once.
+  The switch happens while one thread uses the engine, possibly from inside one of its own
+  passes or waits (a user function a pass runs starts a thread): :meth:`enable_threads` then
+  holds the lock until that pass ends, and the wait goes on as a threaded wait.
 """
 
 from __future__ import annotations
