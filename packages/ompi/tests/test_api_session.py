@@ -15,7 +15,7 @@ from ompy.ompi import instance as instances
 from ompy.ompi.api import rc
 from ompy.ompi.api.session import SESSION_NULL, session_on
 from ompy.ompi.api.testing import Fabric, LoopbackPml, LoopbackProc, make_world, run_ranks
-from ompy.ompi.constants import THREAD_SERIALIZED, THREAD_SINGLE, UNDEFINED
+from ompy.ompi.constants import THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE, UNDEFINED
 from ompy.ompi.group import Group
 from ompy.opal.progress import ProgressEngine
 
@@ -145,7 +145,7 @@ def test_a_session_asks_for_multiple_by_default_and_gets_what_ompy_provides():
     (world,) = make_world(1)
     instance = world._c.instance
     default = session_on(instance)
-    assert default.Get_info().Get("thread_level") == "MPI_THREAD_SERIALIZED"  # init's maximum
+    assert default.Get_info().Get("thread_level") == "MPI_THREAD_MULTIPLE"  # init's maximum
     single = session_on(instance, MPI.Info.Create({"thread_level": "mpi_thread_single"}))
     assert dict(single.Get_info()) == {"thread_level": "MPI_THREAD_SINGLE"}
     with pytest.raises(MPI.Exception, match="thread_level = 'many' is not one of") as info:
@@ -193,7 +193,7 @@ def runtime(monkeypatch):
 def test_a_session_before_init_starts_the_instance_and_the_last_holder_stops_it(runtime):
     first = MPI.Session.Init()
     instance = instances.default()
-    assert runtime == [("start", THREAD_SERIALIZED)] and instances.world_state().holders == 1
+    assert runtime == [("start", THREAD_MULTIPLE)] and instances.world_state().holders == 1
     assert not MPI.Is_initialized()
     MPI.Init()  # reuses the session's instance
     second = MPI.Session.Init()

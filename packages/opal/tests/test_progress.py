@@ -223,28 +223,6 @@ def test_a_bad_spin_count_names_the_parameter():
         ProgressEngine.from_params(registry)
 
 
-def test_thread_safe_engine_lets_one_thread_progress_at_a_time():
-    engine = ProgressEngine(thread_safe=True)
-    inside = threading.Event()
-    release = threading.Event()
-
-    def slow():
-        inside.set()
-        release.wait(5)
-        return 1
-
-    engine.register(slow)
-    worker = threading.Thread(target=engine.progress)
-    try:
-        worker.start()
-        assert inside.wait(5)
-        assert engine.progress() == 0  # busy: the second thread does not enter
-    finally:
-        release.set()
-        worker.join(5)
-        engine.close()
-
-
 def test_close_releases_the_wakeup_pipe():
     before = len(os.listdir("/proc/self/fd"))
     engine = ProgressEngine()

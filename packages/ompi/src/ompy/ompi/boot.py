@@ -23,6 +23,8 @@ import os
 import threading
 from typing import Any
 
+from ompy.opal.threads import InternalThread
+
 from .errors import ERR_OTHER
 from .errors import Exception as MPIException
 from .instance import Instance
@@ -135,7 +137,7 @@ def fence_progressing(instance: Instance) -> None:
             done.set()
             engine.wakeup()
 
-    thread = threading.Thread(target=fence, name="ompy-init-fence", daemon=True)
+    thread = InternalThread(target=fence, name="ompy-init-fence", daemon=True)
     thread.start()
     engine.wait_until(done.is_set)
     thread.join()

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ompy.opal.mca import OpenFramework
 
     from .api.bsend import BsendPool
+    from .api.cid import Agreements
     from .api.from_group import Rendezvous
 
 
@@ -51,6 +52,12 @@ def _bsend_pool() -> BsendPool:
     from .api.bsend import BsendPool
 
     return BsendPool()
+
+
+def _cid_agreements() -> Agreements:
+    from .api.cid import Agreements
+
+    return Agreements()
 
 
 def _rendezvous(instance: Instance) -> Rendezvous:
@@ -96,6 +103,8 @@ class Instance:
     #: The object codec of every lowercase call: the process's ``MPI.pickle`` unless a test
     #: gives an instance its own.
     codec: Pickle = attrs.field(factory=lambda: opal_codec.pickle)
+    #: The context-id agreements running in this process (several with THREAD_MULTIPLE).
+    cid_agreements: Agreements = attrs.field(factory=_cid_agreements, repr=False)
     #: Error classes, codes and strings the program added (``MPI.Add_error_class``, ...).
     error_codes: ErrorCodes = attrs.field(factory=ErrorCodes, repr=False)
     #: Where communicators without a parent agree on their context id (``Create_from_group``).
@@ -106,6 +115,15 @@ class Instance:
     keyvals: KeyvalTable = attrs.field(factory=KeyvalTable, repr=False)
     #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).
     handles: HandleTable = attrs.field(factory=HandleTable, repr=False)
+
+    # -- threads -----------------------------------------------------------------------------
+
+    def go_threaded(self) -> None:
+        """Switch to the locked variants now if ``MPI_THREAD_MULTIPLE`` was granted (see
+        :mod:`ompy.ompi.threads`: called when a second thread is about to exist); idempotent."""
+        from .threads import go_threaded
+
+        go_threaded(self)
 
     # -- groups ------------------------------------------------------------------------------
 

@@ -29,17 +29,36 @@ yields when the run-time says its node is oversubscribed (more ranks than cores:
 ``oversubscribed``, handed to :meth:`ProgressEngine.from_params` by the layer that knows it),
 like Open MPI's ``mpi_yield_when_idle``.  The engine itself never reads the environment.
 
-Threads: registering and unregistering are safe from any thread (the callback tuple is replaced,
-never mutated).  :meth:`ProgressEngine.progress` itself is not reentrant per transport; with
-``thread_safe=True`` only one thread progresses at a time and the others return 0 at once, as
-Open MPI's progress engine does under ``MPI_THREAD_MULTIPLE``.
+Threads: registering and unregistering callbacks and hooks are safe from any thread (the
+tuples are replaced, never mutated).  The engine has two modes, chosen once:
+
+* **single** (the default, for ``MPI_THREAD_SINGLE`` .. ``SERIALIZED``): passes and waits
+  take no lock; one thread at a time is inside MPI.
+* **threaded** (:meth:`ProgressEngine.enable_threads`, for ``MPI_THREAD_MULTIPLE``): every
+  progress pass runs under :attr:`ProgressEngine.lock`, the process's one MPI lock, which the
+  layers above take around their own entry points too (docs/architecture.md, "Threads").  A
+  blocking wait holds the lock for one pass at a time and tests its condition without it, so
+  the waits of several threads interleave and each thread's pass completes the others'
+  requests.  Idle passes yield now and then when other threads wait too (``os.sched_yield``
+  hands them the interpreter; every pass on an oversubscribed node).
+  Once idle for long, one thread at a time sleeps on the transports' descriptors (it runs the
+  sleep hooks); the others wait on a condition of the lock.  Whoever handles events while
+  others wait wakes them (:meth:`ProgressEngine.notify`), and the descriptor sleeper, when it
+  wakes, wakes the condition waiters, so a request completed by any thread is seen by its
+  waiter at once.
+  The switch happens while one thread uses the engine, possibly from inside one of its own
+  passes or waits (a user function a pass runs starts a thread): :meth:`enable_threads` then
+  holds the lock until that pass ends, and the wait goes on as a threaded wait.
 """
 
 from __future__ import annotations
 
+import dis
 import os
+import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +71,8 @@ ProgressCallback = Callable[[], int]
 SleepHook = Callable[[], bool]
 
 _FIRST_BLOCK_S = 50e-6
+#: Idle passes after which a threaded wait counts itself in ``ProgressEngine.waiting``.
+_COUNT_AFTER = 16
 
 
 def register_params(registry: Registry) -> None:
@@ -109,11 +130,30 @@ class ProgressEngine:
         self.block_max = block_max_ms / 1000.0
         self._callbacks: tuple[ProgressCallback, ...] = ()
         self._sleep_hooks: tuple[SleepHook, ...] = ()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # registrations only (a leaf: nothing is taken under it)
+        #: The MPI lock of the process in threaded mode: held for each progress pass and by
+        #: the layers above around every entry point that touches matching or a transport.
+        #: Reentrant, because an entry point may progress (a probe) or call another.
+        self.lock = threading.RLock()
+        self._idle = threading.Condition(self.lock)  # threads waiting for another's progress
+        self._waiters = 0  # threads in ``_idle.wait`` (read and written under ``lock``)
+        self._generation = 0  # counts notify() calls: "something may have completed"
+        #: Threads in a threaded wait that has been idle for a while (changed under
+        #: ``lock``): while it is 0 no thread can miss a completion, and :meth:`notify` need
+        #: not be called.
+        self.waiting = 0
+        self._fd_sleeper = False  # a thread sleeps on the descriptors (under ``lock``)
+        #: True once :meth:`enable_threads` switched to the ``MPI_THREAD_MULTIPLE`` variants.
+        self.threaded = False
+        #: The thread that switched from inside this engine's pass or wait and holds
+        #: :attr:`lock` until that pass ends (:meth:`enable_threads`); None otherwise.
+        self._holder: int | None = None
         self._loop = EventLoop()  # sleeping only: the callbacks read what became readable
         self._fds: dict[int, int] = {}  # fd -> registration count
         # Bound once: the unlocked pass is the fast path.
-        self.progress = self._progress_locked if thread_safe else self._progress
+        self.progress = self._progress
+        if thread_safe:
+            self.enable_threads()
 
     @classmethod
     def from_params(
@@ -161,18 +201,76 @@ class ProgressEngine:
         events = 0
         for callback in self._callbacks:
             events += callback()
+        if self.threaded:  # switched during this pass (enable_threads): it ends here
+            self._release_hold()
         return events
 
-    def _progress_locked(self) -> int:
-        if not self._lock.acquire(blocking=False):
-            return 0
-        try:
+    # -- threads ----------------------------------------------------------------------------
+
+    def enable_threads(self) -> None:
+        """Switch to the threaded variants (``MPI_THREAD_MULTIPLE``); once, never back.
+
+        Called while one thread uses the engine: at initialization, or when that thread is
+        about to start a second one (``ompy.ompi.threads``), so the switch itself needs no
+        lock.  That thread may be inside one of this engine's passes or waits when it
+        switches (a user function it calls, an ``Op`` in a nonblocking collective's schedule
+        or the unpickling of a received object, starts a thread): the rest of that pass runs
+        unlocked code, so the thread takes :attr:`lock` now and keeps it until the pass (or
+        the wait's condition) ends; the wait then goes on as a threaded wait.  A thread it
+        started waits for the lock at its first MPI call until then.
+        """
+        if self.threaded:
+            return
+        if self._inside():
+            self.lock.acquire()
+            self._holder = threading.get_ident()
+        self.threaded = True
+        self.progress = self._progress_threaded
+
+    def _inside(self) -> bool:
+        """Whether the calling thread is inside one of this engine's unlocked passes.
+
+        Read from the thread's stack (this runs once per engine): a frame of :meth:`_progress`,
+        or of :meth:`_wait` stopped at the line of its inline pass.  A wait stopped elsewhere
+        is testing its condition, which runs without the lock in a threaded wait too.
+        """
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if (
+                code is _PASS_CODE or (code is _WAIT_CODE and frame.f_lineno in _WAIT_PASS_LINES)
+            ) and frame.f_locals.get("self") is self:
+                return True
+            frame = frame.f_back
+        return False
+
+    def _release_hold(self) -> None:
+        """End the hold :meth:`enable_threads` took, if the calling thread has one."""
+        if self._holder == threading.get_ident():
+            self._holder = None
+            self.lock.release()
+
+    def _progress_threaded(self) -> int:
+        with self.lock:
             events = 0
             for callback in self._callbacks:
                 events += callback()
+            if events:
+                self.notify()
             return events
-        finally:
-            self._lock.release()
+
+    def notify(self) -> None:
+        """Wake every thread that waits for progress (the caller holds :attr:`lock`).
+
+        Called after work that may have completed another thread's request: a pass that
+        handled events, a send that a transport delivered at once (to this very process).
+        Callers outside the engine may skip it while :attr:`waiting` is 0.
+        """
+        self._generation += 1
+        if self._waiters:
+            self._idle.notify_all()
+        if self._fd_sleeper:
+            self._loop.wake()
 
     def register_sleep_hook(self, hook: SleepHook) -> None:
         """Call ``hook()`` before every idle sleep; if it returns False the wait progresses again.
@@ -197,21 +295,23 @@ class ProgressEngine:
 
     def register_fd(self, fd: int) -> None:
         """Wake an idle wait when ``fd`` becomes readable (registrations are counted)."""
-        if fd in self._fds:
-            self._fds[fd] += 1
-            return
-        self._loop.add_reader(fd, _readable)
-        self._fds[fd] = 1
+        with self._lock:
+            if fd in self._fds:
+                self._fds[fd] += 1
+                return
+            self._loop.add_reader(fd, _readable)
+            self._fds[fd] = 1
 
     def unregister_fd(self, fd: int) -> None:
-        count = self._fds.get(fd)
-        if count is None:
-            raise ValueError(f"file descriptor {fd} is not registered with the progress engine")
-        if count > 1:
-            self._fds[fd] = count - 1
-            return
-        del self._fds[fd]
-        self._loop.remove_reader(fd)
+        with self._lock:
+            count = self._fds.get(fd)
+            if count is None:
+                raise ValueError(f"file descriptor {fd} is not registered with the progress engine")
+            if count > 1:
+                self._fds[fd] = count - 1
+                return
+            del self._fds[fd]
+            self._loop.remove_reader(fd)
 
     def wakeup(self) -> None:
         """End the current idle sleep now (callable from any thread or a signal handler)."""
@@ -239,6 +339,8 @@ class ProgressEngine:
         self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
     ) -> bool:
         """The wait loop: one pass over the callbacks (inline), the condition, idle steps."""
+        if self.threaded:
+            return self._wait_threaded(predicate, request, timeout)
         progress = None if self.progress == self._progress else self.progress
         spin_count = self.spin_count
         yield_when_idle = self.yield_when_idle
@@ -253,8 +355,14 @@ class ProgressEngine:
                     events += callback()
             else:
                 events = progress()
+            if self.threaded:  # a thread was started in this pass: the pass ends here
+                self._release_hold()
             if request.complete if predicate is None else predicate():
                 return True
+            if self.threaded:  # a thread was started (in the pass, or by the condition)
+                self._release_hold()
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                return self._wait_threaded(predicate, request, left)
             if events:
                 idle = 0
                 block = _FIRST_BLOCK_S
@@ -287,9 +395,122 @@ class ProgressEngine:
     def _sleep(self, seconds: float) -> None:
         self._loop.run_once(seconds)
 
+    def _wait_threaded(
+        self, predicate: Callable[[], bool] | None, request: Any, timeout: float | None
+    ) -> bool:
+        """:meth:`_wait` with ``MPI_THREAD_MULTIPLE``: the lock for one pass at a time.
+
+        The condition is tested without the lock: it may run user code (a pickled receive
+        unpickles there) or take a lock of its own (the rendezvous channel's), and the MPI
+        lock is the innermost.  A completion by another thread between the test and this
+        thread's sleep is not lost: completions notify under the lock, which counts them, and
+        a thread about to sleep first checks under the lock that the count has not moved
+        since its own pass.
+        """
+        counted = False
+        try:
+            lock = self.lock
+            sched_yield = os.sched_yield
+            spin_count = self.spin_count
+            yield_when_idle = self.yield_when_idle
+            deadline = None if timeout is None else time.monotonic() + timeout
+            idle = 0
+            block = _FIRST_BLOCK_S
+            while True:
+                with lock:
+                    if idle >= _COUNT_AFTER and not counted:
+                        # A wait joins ``waiting`` only once it has been idle for a while:
+                        # short waits (a ping-pong's) take no lock beyond their passes.  A
+                        # completion before this block is seen by the test after it; one
+                        # after it is notified, since ``waiting`` is no longer 0.
+                        self.waiting += 1
+                        counted = True
+                    events = 0
+                    for callback in self._callbacks:
+                        events += callback()
+                    if events:
+                        self.notify()
+                    seen = self._generation
+                if request.complete if predicate is None else predicate():
+                    return True
+                if events:
+                    idle = 0
+                    block = _FIRST_BLOCK_S
+                    continue
+                idle += 1
+                if idle <= spin_count or not counted:
+                    if yield_when_idle or (not idle & 0xF and self.waiting > 1):
+                        # Every 16th idle pass (every pass when oversubscribed) lets another
+                        # waiting thread have the interpreter: it may be the one whose
+                        # request completed, and would otherwise wait for the interpreter's
+                        # switch interval.  A thread that waits alone keeps its core.
+                        sched_yield()
+                    if deadline is not None and not idle & 0x3F and time.monotonic() >= deadline:
+                        return False
+                    continue
+                sleep = block
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    sleep = min(sleep, left)
+                if self._rest(seen, sleep):
+                    block = min(block * 2, self.block_max)
+        finally:
+            if counted:
+                with self.lock:
+                    self.waiting -= 1
+
+    def _rest(self, seen: int, seconds: float) -> bool:
+        """An idle threaded wait's sleep; False if it did not sleep (progress again at once).
+
+        ``seen`` is the notification count of this thread's last pass.  One thread at a time
+        sleeps on the descriptors, after the sleep hooks; the others wait on the condition,
+        which a notification or the descriptor sleeper's waking ends.
+        """
+        with self.lock:
+            if self._generation != seen:
+                return False  # something completed since this thread's pass: test again
+            if self._fd_sleeper:  # another thread watches the descriptors: wait for it
+                self._waiters += 1
+                try:
+                    self._idle.wait(seconds)
+                finally:
+                    self._waiters -= 1
+                return True
+            if self._sleep_hooks and not self._may_sleep():
+                return False  # a hook saw work arriving: progress again
+            self._fd_sleeper = True
+        try:
+            self._loop.run_once(seconds)
+        finally:
+            with self.lock:
+                self._fd_sleeper = False
+                if self._waiters:  # what woke this thread may be another's completion
+                    self._idle.notify_all()
+        return True
+
     def close(self) -> None:
         """Release the event loop (its wake-up pipe and selector); idempotent."""
         self._loop.close()
+
+
+def _pass_lines(code: types.CodeType, names: tuple[str, ...]) -> frozenset[int]:
+    """The lines of ``code`` that read one of the local variables ``names``."""
+    return frozenset(
+        instruction.positions.lineno
+        for instruction in dis.get_instructions(code)
+        if instruction.opname == "LOAD_FAST"
+        and instruction.argval in names
+        and instruction.positions is not None
+        and instruction.positions.lineno is not None
+    )
+
+
+_PASS_CODE = ProgressEngine._progress.__code__
+_WAIT_CODE = ProgressEngine._wait.__code__
+#: Where an unthreaded wait runs its pass: the callbacks it calls inline, or ``progress()``.
+_WAIT_PASS_LINES = _pass_lines(_WAIT_CODE, ("callback", "progress"))
 
 
 def _readable(_fd: int) -> None:

@@ -20,7 +20,7 @@ from ..instance import current, world_state
 from .attributes import CommAttributes, copy_attributes, delete_attributes
 from .buffering import CommBuffering
 from .checks import as_int
-from .cid import agree_context_id
+from .cid import agree_context_id, give_back
 from .collective import Collectives
 from .comm_info import CommInfo
 from .communicator import Communicator
@@ -195,6 +195,7 @@ class Comm(
         """
         cid = agree_context_id(parent)
         if world_ranks is None:
+            give_back(parent.instance, cid)
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
         new = Communicator.create(parent.instance, cid, world_ranks, name)

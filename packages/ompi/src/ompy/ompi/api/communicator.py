@@ -95,8 +95,9 @@ class Communicator:
     ) -> Communicator:
         """A new communicator, registered with the PML before any message can use it."""
         comm = cls(instance, context_id, world_ranks, name, predefined=predefined)
-        instance.cids.add(context_id)
-        instance.pml.add_comm(comm)
+        with instance.engine.lock:  # THREAD_MULTIPLE: cids is shared with other agreements
+            instance.cids.add(context_id)
+            instance.pml.add_comm(comm)
         comm.coll = comm_select(comm)
         return comm
 
@@ -106,8 +107,9 @@ class Communicator:
             return
         self.freed = True
         comm_unselect(self)
-        self.pml.del_comm(self)
-        self.instance.cids.discard(self.context_id)
+        with self.instance.engine.lock:
+            self.pml.del_comm(self)
+            self.instance.cids.discard(self.context_id)
 
     def __repr__(self) -> str:
         return f"<Communicator {self.name!r} cid={self.context_id} rank={self.rank}/{self.size}>"

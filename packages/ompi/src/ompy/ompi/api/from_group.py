@@ -30,9 +30,9 @@ either.  The members talk over a *rendezvous channel* instead:
   two processes on one tag do not overtake each other, and a call consumes exactly the messages
   it was sent (each allgather: one message from every member to the first, one back), so the
   k-th call with a key takes the k-th call's messages.
-- The agreement does not reserve its candidate id while it runs, as no other agreement can run
-  in the same process meanwhile; calls from several threads at once (``THREAD_MULTIPLE``, which
-  ompy does not provide yet) will need that reservation under the instance's lock.
+- Calls from several threads at once (``THREAD_MULTIPLE``) run their agreements side by side:
+  :mod:`.cid` reserves candidates under the MPI lock and orders the agreements by a priority
+  every member computes alike (here: the key, after every agreement over a parent).
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ class Exchange:
 
 def agree_over(instance: Instance, key: Hashable, members: tuple[int, ...]) -> int:
     """A context id agreed with ``members`` (world ranks) over the channel, for call ``key``."""
-    return agree(instance, Exchange(instance.rendezvous, key, members).allgather)
+    exchange = Exchange(instance.rendezvous, key, members)
+    return agree(instance, exchange.allgather, priority=(1, repr(key)))
 
 
 def members_of(

@@ -30,21 +30,21 @@ import attrs
 from .. import boot
 from ..constants import (
     THREAD_MULTIPLE,
-    THREAD_SERIALIZED,
     THREAD_SINGLE,
 )
 from ..errors import ERR_ARG, ERR_OTHER
 from ..errors import Exception as MPIException
 from ..instance import Instance, acquire, adopt, current, release, world_state
+from ..threads import provide
 from . import rcoptions
 from .attributes import delete_attributes, install_predefined
 from .comm import COMM_SELF, COMM_WORLD
 from .communicator import Communicator
 from .internal import barrier
 
-#: The level of thread support ompy provides at most: the API and the PML are not locked,
-#: so threads must not call MPI concurrently.
-MAX_THREAD_LEVEL = THREAD_SERIALIZED
+#: The level of thread support ompy provides at most: with ``THREAD_MULTIPLE`` the instance
+#: switches to its locked variants (:mod:`ompy.ompi.threads`).
+MAX_THREAD_LEVEL = THREAD_MULTIPLE
 THREAD_LEVELS = rcoptions.THREAD_LEVELS
 
 
@@ -69,7 +69,7 @@ def Init_thread(required: int = THREAD_MULTIPLE) -> int:
         )
     provided = min(required, MAX_THREAD_LEVEL)
     instance = acquire(lambda: boot.start(provided))
-    instance.thread_level = max(instance.thread_level, provided)  # a session may have started it
+    provide(instance, provided)  # a session may have started it, at another level
     _install(instance)
     boot.fence_progressing(instance)
     if instance.runtime is not None:

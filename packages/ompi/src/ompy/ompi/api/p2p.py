@@ -276,7 +276,7 @@ class PointToPoint:
             return True
         result = c.pml.iprobe(source, tag, c)
         if result is None:
-            c.pml.progress()
+            c.engine.progress()
             result = c.pml.iprobe(source, tag, c)
             if result is None:
                 return False
@@ -314,7 +314,7 @@ class PointToPoint:
             return Message(MESSAGE_NO_PROC)
         message = c.pml.improbe(source, tag, c)
         if message is None:
-            c.pml.progress()
+            c.engine.progress()
             message = c.pml.improbe(source, tag, c)
             if message is None:
                 return None
@@ -429,9 +429,14 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
-        request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)  # receive_object, inlined
+        engine = c.engine
+        if engine.threaded:  # THREAD_MULTIPLE: see receive_object
+            with engine.lock:
+                request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)
+        else:
+            request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)  # receive_object, inlined
         if not request.complete:
-            c.engine.wait_for(request)
+            engine.wait_for(request)
         if status is not None:
             fill_status(status, request)
         if request.exception is not None:

@@ -57,8 +57,9 @@ def _start(
 ) -> PmlRequest | ObjectSend:
     channel = 0
     if encoded.outgoing:
-        counter = comm.channels.get(dest, 0)
-        comm.channels[dest] = counter + 1
+        with comm.engine.lock:  # the channel counter (THREAD_MULTIPLE: two threads send objects)
+            counter = comm.channels.get(dest, 0)
+            comm.channels[dest] = counter + 1
         channel = pickle_channel(counter)
         encoded.set_channel(channel)
     buffer_mode = BUFFERED if mode is BUFFERED else STANDARD
@@ -74,5 +75,14 @@ def _start(
 def receive_object(
     comm: Communicator, source: int, tag: int, message: PmlMessage | None = None
 ) -> ObjectRecv:
-    """Post the receive of an object (or receive the one a matched probe took)."""
+    """Post the receive of an object (or receive the one a matched probe took).
+
+    With THREAD_MULTIPLE, under the MPI lock: another thread's progress could complete the
+    stream between the receive's test of ``complete`` and its setting of ``on_complete``.
+    Below it no lock is taken (this is the path of every ``recv``).
+    """
+    engine = comm.engine
+    if engine.threaded:
+        with engine.lock:
+            return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag, message)
     return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag, message)

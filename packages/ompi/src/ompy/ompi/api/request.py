@@ -189,8 +189,13 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
         calls its ``cancel_fn``.  A cancelled request still has to be completed (Wait/Test/Free),
         and its status then says ``Is_cancelled()``.
         """
-        core = self._core
-        if core is not None:
+        core, comm = self._core, self._comm
+        if core is None:
+            return
+        if comm is None:
+            core.cancel()
+            return
+        with comm.engine.lock:  # THREAD_MULTIPLE: a cancel changes the PML's matching state
             core.cancel()
 
     def Free(self) -> None:

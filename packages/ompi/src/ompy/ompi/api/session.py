@@ -45,6 +45,7 @@ from ..errors import Exception as MPIException
 from ..group import Group, Members
 from ..handle import Handle, predefine
 from ..instance import Instance, acquire, release, world_state
+from ..threads import provide
 from .bsend import BsendPool
 from .buffering import SessionBuffering
 from .checks import as_int
@@ -148,7 +149,7 @@ class Session(SessionErrhandlers, SessionBuffering, Handle, referent="_s"):
         level = granted_level(info, "Session.Init")
         handler = errhandler_object(errhandler, "session", "Session.Init")
         instance = acquire(lambda: boot.start(level))
-        instance.thread_level = max(instance.thread_level, level)
+        provide(instance, level)
         return cls._of(SessionState(instance, level, handler, lambda: release(boot.stop)))
 
     def Finalize(self) -> None:

@@ -72,25 +72,30 @@ def start_send(
 
 
 def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call: str) -> PmlRequest:
-    """Copy into the attached buffer, send the copy, release its space once it is sent."""
+    """Copy into the attached buffer, send the copy, release its space once it is sent.
+
+    Under the MPI lock: the pool is the process's, and the release callback must be attached
+    before another thread's progress can complete the send.
+    """
     pool = buffer_pool(comm)
-    copy, reservation = pool.copy_in(spec, call)
-    try:
-        inner = comm.pml.isend(copy, dest, tag, comm, STANDARD)
-    except BaseException:
-        pool.release(reservation)
-        raise
-    if inner.complete:
-        pool.release(reservation)
-    else:
-        previous = inner.on_complete
-
-        def release(request: CoreRequest) -> None:
-            if previous is not None:
-                previous(request)
+    with comm.engine.lock:
+        copy, reservation = pool.copy_in(spec, call)
+        try:
+            inner = comm.pml.isend(copy, dest, tag, comm, STANDARD)
+        except BaseException:
             pool.release(reservation)
+            raise
+        if inner.complete:
+            pool.release(reservation)
+        else:
+            previous = inner.on_complete
 
-        inner.on_complete = release
+            def release(request: CoreRequest) -> None:
+                if previous is not None:
+                    previous(request)
+                pool.release(reservation)
+
+            inner.on_complete = release
     return done_request()
 
 

@@ -25,6 +25,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
+from ompy.opal.threads import InternalThread
+
 from . import auth, protocol, wire
 from .errors import AuthenticationError, ConnectionLostError, ControlError
 
@@ -78,9 +80,7 @@ class ControlClient:
         self._ids = itertools.count(1)
         self._lost: str | None = None
         self._closing = False
-        self._watcher = threading.Thread(
-            target=self._watch, name="ompy-control-watcher", daemon=True
-        )
+        self._watcher = InternalThread(target=self._watch, name="ompy-control-watcher", daemon=True)
 
     @classmethod
     def connect(

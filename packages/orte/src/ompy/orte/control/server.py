@@ -28,6 +28,7 @@ import attrs
 from ompy.opal import output
 from ompy.opal.eventloop import EventLoop, Timer
 from ompy.opal.tally import Tally
+from ompy.opal.threads import InternalThread
 
 from . import auth, protocol, wire
 from .errors import ControlError, FenceError, RequestError
@@ -169,7 +170,7 @@ class ControlServer:
         if self._closed:
             raise RuntimeError("the control server is closed")
         self._loop.add_reader(self._listener, self._accept)
-        self._thread = threading.Thread(target=self._serve, name="ompy-control-server", daemon=True)
+        self._thread = InternalThread(target=self._serve, name="ompy-control-server", daemon=True)
         self._thread.start()
 
     def close(self) -> None:

@@ -173,10 +173,14 @@ class Flags:
         try:
             self.engine.wait_until(predicate)
         finally:
-            self._pending = None
-            if self._asleep:
-                self._asleep = False
-                self._set_sleeping(0)
+            # Under the engine's lock: with THREAD_MULTIPLE the thread that sleeps for the
+            # process runs this communicator's sleep hook, and must not raise SLEEPING again
+            # between these lines (it would stay raised).
+            with self.engine.lock:
+                self._pending = None
+                if self._asleep:
+                    self._asleep = False
+                    self._set_sleeping(0)
 
     # waiting --------------------------------------------------------------------------------
 

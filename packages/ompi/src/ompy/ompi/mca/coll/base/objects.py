@@ -45,7 +45,14 @@ def send_object(comm: CollComm, encoded: Encoded, dest: int, tag: int) -> PmlReq
 
 
 def recv_object(comm: CollComm, source: int, tag: int) -> ObjectRecv:
-    """Post the receive of an object from ``source`` on ``tag``; ``.result`` once complete."""
+    """Post the receive of an object from ``source`` on ``tag``; ``.result`` once complete.
+
+    Under the MPI lock with THREAD_MULTIPLE (as the API's ``receive_object``).
+    """
+    engine = comm.engine
+    if engine.threaded:
+        with engine.lock:
+            return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag)
     return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag)
 
 

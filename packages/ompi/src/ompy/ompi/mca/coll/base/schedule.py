@@ -143,12 +143,15 @@ def start_schedule(comm: Any, algorithm: Algorithm, *args: Any) -> Schedule:
     The first round is posted before this returns (unless an earlier call on the same tag is
     still in flight); the rest follow from the progress engine.
     """
-    tag, after = claim_tag(comm)
-    schedule = Schedule(comm, algorithm(comm, tag, *args), after)
-    comm.coll.inflight[tag] = schedule
-    schedule.advance()
-    if not schedule.complete:
-        _runner(comm.engine).add(schedule)
+    # Under the MPI lock: with THREAD_MULTIPLE another thread's progress pass may be running
+    # the runner (its list of schedules, its registration) at this moment.
+    with comm.engine.lock:
+        tag, after = claim_tag(comm)
+        schedule = Schedule(comm, algorithm(comm, tag, *args), after)
+        comm.coll.inflight[tag] = schedule
+        schedule.advance()
+        if not schedule.complete:
+            _runner(comm.engine).add(schedule)
     return schedule
 
 
