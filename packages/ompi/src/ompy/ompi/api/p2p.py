@@ -430,11 +430,11 @@ class PointToPoint:
             fill_status(status, proc_null_request())
             return None
         engine = c.engine
-        if engine.threaded:  # THREAD_MULTIPLE: see receive_object
+        if engine.threaded:  # post_object_recv, inlined: this is the path of every recv
             with engine.lock:
                 request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)
         else:
-            request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)  # receive_object, inlined
+            request = ObjectRecv(c.pml, c, c.instance.codec, source, tag)
         if not request.complete:
             engine.wait_for(request)
         if status is not None:

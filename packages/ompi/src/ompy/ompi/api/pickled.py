@@ -20,7 +20,7 @@ from ompy.opal.codec import STREAM_OOB_THRESHOLD, Encoded, frame
 
 from ..datatype.buffer import BufferSpec
 from ..datatype.predefined import BYTE
-from ..mca.pml.base.objects import ObjectRecv, ObjectSend, send_parts
+from ..mca.pml.base.objects import ObjectRecv, ObjectSend, post_object_recv, send_parts
 from ..mca.pml.interface import PmlMessage, PmlRequest, SendMode
 from .communicator import Communicator
 from .tags import pickle_channel
@@ -75,14 +75,5 @@ def _start(
 def receive_object(
     comm: Communicator, source: int, tag: int, message: PmlMessage | None = None
 ) -> ObjectRecv:
-    """Post the receive of an object (or receive the one a matched probe took).
-
-    With THREAD_MULTIPLE, under the MPI lock: another thread's progress could complete the
-    stream between the receive's test of ``complete`` and its setting of ``on_complete``.
-    Below it no lock is taken (this is the path of every ``recv``).
-    """
-    engine = comm.engine
-    if engine.threaded:
-        with engine.lock:
-            return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag, message)
-    return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag, message)
+    """Post the receive of an object (or receive the one a matched probe took)."""
+    return post_object_recv(comm.pml, comm, comm.instance.codec, comm.engine, source, tag, message)

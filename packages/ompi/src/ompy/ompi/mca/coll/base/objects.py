@@ -22,7 +22,7 @@ from typing import Any
 
 from ompy.opal.codec import Encoded
 
-from ...pml.base.objects import ObjectRecv, ObjectSend, send_parts
+from ...pml.base.objects import ObjectRecv, ObjectSend, post_object_recv, send_parts
 from ...pml.interface import PmlRequest, SendMode
 from ..interface import CollComm
 
@@ -45,15 +45,8 @@ def send_object(comm: CollComm, encoded: Encoded, dest: int, tag: int) -> PmlReq
 
 
 def recv_object(comm: CollComm, source: int, tag: int) -> ObjectRecv:
-    """Post the receive of an object from ``source`` on ``tag``; ``.result`` once complete.
-
-    Under the MPI lock with THREAD_MULTIPLE (as the API's ``receive_object``).
-    """
-    engine = comm.engine
-    if engine.threaded:
-        with engine.lock:
-            return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag)
-    return ObjectRecv(comm.pml, comm, comm.instance.codec, source, tag)
+    """Post the receive of an object from ``source`` on ``tag``; ``.result`` once complete."""
+    return post_object_recv(comm.pml, comm, comm.instance.codec, comm.engine, source, tag)
 
 
 def wait_all(comm: CollComm, requests: Sequence[PmlRequest | ObjectSend | ObjectRecv]) -> None:

@@ -16,13 +16,16 @@ the sender it matched, on the channel the header names.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ompy.opal.codec import Encoded, FramingError, Pickle, parse_frame
 
 from ....errors import ERR_OTHER
 from ....errors import Exception as MPIException
 from ..interface import PmlComm, PmlMessage, PmlModule, PmlRequest
+
+if TYPE_CHECKING:
+    from ompy.opal.progress import ProgressEngine
 
 
 class ObjectSend:
@@ -225,3 +228,24 @@ class ObjectRecv:
         self.error = error.Get_error_class() if isinstance(error, MPIException) else ERR_OTHER
         self._data = None
         self._done = True
+
+
+def post_object_recv(  # noqa: PLR0917 (the receive's own arguments, and where it runs)
+    pml: PmlModule,
+    comm: PmlComm,
+    codec: Pickle,
+    engine: ProgressEngine,
+    source: int,
+    tag: int,
+    message: PmlMessage | None = None,
+) -> ObjectRecv:
+    """Post an :class:`ObjectRecv`, under ``engine``'s MPI lock when threads are on.
+
+    With THREAD_MULTIPLE another thread's progress could complete the stream between the
+    receive's test of ``complete`` and its setting of ``on_complete``; below it no lock is
+    taken (this is the path of every ``recv``).
+    """
+    if engine.threaded:
+        with engine.lock:
+            return ObjectRecv(pml, comm, codec, source, tag, message)
+    return ObjectRecv(pml, comm, codec, source, tag, message)
