@@ -294,9 +294,8 @@ class Exception(builtins.RuntimeError):
         # With a detail, the error class's name and the detail: the class's generic meaning
         # ("known error not in list", "invalid communicator") says less than the detail does.
         if self.detail:
-            name = _MEANINGS.get(self.ob_mpi, (None,))[0]
-            if name is not None:
-                return f"{name}: {self.detail}"
+            if is_error_class(self.ob_mpi):
+                return f"{error_class_name(self.ob_mpi)}: {self.detail}"
             return f"{self.Get_error_string() or f'error code {self.ob_mpi}'}: {self.detail}"
         return self.Get_error_string()
 
