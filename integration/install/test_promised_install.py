@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import MARKER_VAR
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,15 +126,15 @@ def test_info_lists_every_baseline_component(venv):
 def test_a_two_rank_job_runs_over_tcp(venv, ompy, tmp_path):
     program = tmp_path / "app.py"
     program.write_text(PROGRAM)
-    env = ompy.env()
-    env = {k: v for k, v in env.items() if not k.startswith("OMPY_MCA_")}
-    env[MARKER_VAR] = ompy.marker
+    env = {k: v for k, v in ompy.env().items() if not k.startswith("OMPY_MCA_")}
     done = run(
         [str(venv / "bin" / "ompy"), "run", "-n", "2", "--mca", "btl", "self,tcp",
          str(venv / "bin" / "python"), str(program)],
         env=env,
         timeout=120,
     )  # fmt: skip
-    results = sorted((json.loads(line) for line in done.stdout.splitlines()), key=str)
-    assert [r["rank"] for r in sorted(results, key=lambda r: r["rank"])] == [0, 1]
-    assert all(r["size"] == 2 and r["total"] == 12 for r in results)
+    results = sorted(
+        (json.loads(line) for line in done.stdout.splitlines()), key=lambda r: r["rank"]
+    )
+    assert [result["rank"] for result in results] == [0, 1]
+    assert all(result["size"] == 2 and result["total"] == 12 for result in results)
