@@ -144,25 +144,34 @@ def _copy_blocks(
 
 
 def _grid_of(displ: IntArray) -> tuple[list[int], list[int]] | None:
-    """``(shape, strides)`` when ``displ - displ[0]`` enumerates a regular grid in C order."""
+    """``(shape, strides)`` when ``displ - displ[0]`` enumerates a regular grid in C order.
+
+    The innermost dimension is the first run of equal steps; every row of that length must
+    repeat the first row's pattern, and the rows' starts must form a grid in turn.
+    """
     shape: list[int] = []
     strides: list[int] = []
-    rest = displ - displ[0]
+    rest = displ
     while len(rest) > 1:
         if len(shape) == MAX_GRID_DIMS:
             return None
         steps = np.diff(rest)
         stride = int(steps[0])
-        breaks = np.flatnonzero(steps != stride)
-        inner = len(rest) if len(breaks) == 0 else int(breaks[0]) + 1
+        uneven = steps != stride
+        first_break = int(uneven.argmax())
+        inner = len(rest) if not uneven[first_break] else first_break + 1
         if len(rest) % inner:
             return None
-        rows = rest.reshape(-1, inner)
-        if not np.array_equal(rows - rows[:, :1], np.broadcast_to(rows[0], rows.shape)):
-            return None
+        if inner < len(rest):
+            rows = rest.reshape(-1, inner)
+            pattern = rows[0] - rows[0, 0]
+            if not np.array_equal(rows - rows[:, :1], np.broadcast_to(pattern, rows.shape)):
+                return None
+            rest = rows[:, 0]
+        else:
+            rest = rest[:1]
         shape.insert(0, inner)
         strides.insert(0, stride)
-        rest = rows[:, 0]
     return shape, strides
 
 
