@@ -278,28 +278,34 @@ class Plan:
 
 @attrs.frozen
 class Grid:
-    """``count`` elements of a regular layout as one grid of equal blocks, C order.
+    """``count`` elements of a regular layout in one buffer, as one grid of equal blocks.
 
     The element index is the outermost dimension, so the packed stream is simply the blocks
-    in order, ``length`` bytes each: a byte range of it is a head and a tail cut from single
-    blocks and, between them, at most two boxes per dimension, each one strided numpy copy.
-    Dimensions adjacent in memory are folded together first (into ``length`` when blocks
-    touch), so a vector of vectors with matching strides is one flat strided copy.
+    in C order, ``length`` bytes each: a byte range of it is a head and a tail cut from single
+    blocks and, between them, at most two boxes per dimension, each one strided numpy copy
+    between a slice of :attr:`view` and a reshaped slice of the stream.  Dimensions adjacent
+    in memory are folded together first (into ``length`` when blocks touch), so a vector of
+    vectors with matching strides is one flat strided copy.
     """
 
     #: Byte of block (0, ..., 0) in the buffer.
     base: int
     shape: tuple[int, ...]
-    #: Byte strides of the dimensions in the buffer and in the packed stream.
+    #: Byte strides of the dimensions in the buffer.
     typed: tuple[int, ...]
-    packed: tuple[int, ...]
     #: Bytes of one block.
     length: int
     #: Blocks in one step of each dimension (the product of the inner dimensions' sizes).
     inner: tuple[int, ...]
+    #: The whole grid in the buffer: ``shape`` (plus a last axis of copy units when a block
+    #: is more than one unit), made once so that each copy only slices it.
+    view: np.ndarray
+    #: The copy unit and a block's shape in units (``()`` when a block is one unit).
+    unit: np.dtype[Any]
+    block_shape: tuple[int, ...]
 
     @classmethod
-    def of(cls, plan: Plan, origin: int, count: int) -> Grid | None:
+    def of(cls, plan: Plan, buffer: U8, origin: int, count: int) -> Grid | None:
         """The grid of ``count`` elements of ``plan`` at ``origin``, if the layout is regular."""
         if plan.grid_shape is None or plan.grid_strides is None or plan.size == 0:
             return None
@@ -308,21 +314,23 @@ class Grid:
         packed = [length] * len(shape)
         for dim in range(len(shape) - 2, -1, -1):
             packed[dim] = packed[dim + 1] * shape[dim + 1]
-        dims, typed, flat, length = _simplify(
-            shape, (plan.extent, *plan.grid_strides), packed, length
-        )
+        dims, typed, _, length = _simplify(shape, (plan.extent, *plan.grid_strides), packed, length)
         if not dims:  # everything folded into one block
-            dims, typed, flat = [1], [length], [length]
+            dims, typed = [1], [length]
         inner = [1] * len(dims)
         for dim in range(len(dims) - 2, -1, -1):
             inner[dim] = inner[dim + 1] * dims[dim + 1]
+        base = origin + int(plan.block_displ[0])
+        width = _unit(length)
         return cls(
-            origin + int(plan.block_displ[0]),
-            tuple(dims),
-            tuple(typed),
-            tuple(flat),
-            length,
-            tuple(inner),
+            base=base,
+            shape=tuple(dims),
+            typed=tuple(typed),
+            length=length,
+            inner=tuple(inner),
+            view=_strided(buffer, base, dims, typed, length),
+            unit=_UNIT_DTYPES[width],
+            block_shape=() if length == width else (length // width,),
         )
 
     def address(self, block: int) -> int:
@@ -344,86 +352,40 @@ class Grid:
             block += 1
         whole = (nbytes - done) // length
         if whole:
-            self._boxes(
-                0,
-                block,
-                block + whole,
-                self.base,
-                buffer=buffer,
-                stream=stream,
-                offset=done,
-                pack=pack,
-            )
+            self._boxes((), block, block + whole, stream, done, pack=pack)
             done += whole * length
             block += whole
         if done < nbytes:
             _copy_slice(buffer, self.address(block), stream, done, nbytes - done, pack=pack)
 
     def _boxes(
-        self,
-        dim: int,
-        first: int,
-        stop: int,
-        base: int,
-        *,
-        buffer: U8,
-        stream: U8,
-        offset: int,
-        pack: bool,
+        self, index: tuple[int, ...], first: int, stop: int, stream: U8, offset: int, *, pack: bool
     ) -> None:
-        """Move whole blocks ``[first, stop)`` of the sub-grid from dimension ``dim`` on (its
-        block 0 at byte ``base``) to or from ``stream`` from byte ``offset``."""
+        """Move whole blocks ``[first, stop)`` of the sub-grid ``view[index]`` (in packed order)
+        to or from ``stream`` from byte ``offset``."""
+        dim = len(index)
         inner = self.inner[dim]
-        step = self.typed[dim]
         top, head = divmod(first, inner)
         end, tail = divmod(stop, inner)
         if top == end:
-            self._boxes(
-                dim + 1,
-                head,
-                tail,
-                base + top * step,
-                buffer=buffer,
-                stream=stream,
-                offset=offset,
-                pack=pack,
-            )
+            self._boxes((*index, top), head, tail, stream, offset, pack=pack)
             return
         if head:
-            self._boxes(
-                dim + 1,
-                head,
-                inner,
-                base + top * step,
-                buffer=buffer,
-                stream=stream,
-                offset=offset,
-                pack=pack,
-            )
+            self._boxes((*index, top), head, inner, stream, offset, pack=pack)
             offset += (inner - head) * self.length
             top += 1
         if end > top:
-            shape = (end - top, *self.shape[dim + 1 :])
-            typed = self.typed[dim:]
-            packed = self.packed[dim:]
-            user = _strided(buffer, base + top * step, shape, typed, self.length)
-            flat = _strided(stream, offset, shape, packed, self.length)
+            key: tuple[int | slice, ...] = (*index, slice(top, end))
+            user = self.view[key]
+            nbytes = (end - top) * inner * self.length
+            flat = stream[offset : offset + nbytes].view(self.unit).reshape(user.shape)
             if pack:
                 np.copyto(flat, user)
             else:
                 np.copyto(user, flat)
-            offset += (end - top) * inner * self.length
+            offset += nbytes
         if tail:
-            self._boxes(
-                dim + 1,
-                0,
-                tail,
-                base + end * step,
-                buffer=buffer,
-                stream=stream,
-                offset=offset,
-                pack=pack,
-            )
+            self._boxes((*index, end), 0, tail, stream, offset, pack=pack)
 
 
 def _copy_slice(
@@ -483,11 +445,7 @@ class Convertor:
         self._array: U8 = np.frombuffer(self._bytes, dtype=np.uint8)
         self.plan = description.plan
         self.packed_size = self.count * description.size
-        self._grid = (
-            None
-            if self.plan.contiguous_at is not None
-            else Grid.of(self.plan, self.origin, self.count)
-        )
+        self._grid: Grid | None = None
         if self.packed_size:
             span = (self.count - 1) * description.extent
             low = self.origin + description.true_lb + min(0, span)
@@ -497,6 +455,8 @@ class Convertor:
                     f"{self.count} element(s) at origin {self.origin} span bytes [{low}, {high}) "
                     f"but the buffer holds {len(self._bytes)} bytes"
                 )
+            if self.plan.contiguous_at is None:
+                self._grid = Grid.of(self.plan, self._array, self.origin, self.count)
 
     def __repr__(self) -> str:
         return (
