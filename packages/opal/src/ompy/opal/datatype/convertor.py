@@ -197,7 +197,7 @@ class Plan:
     #: Bytes of data per element and the distance between elements.
     size: int
     extent: int
-    #: Byte offset of the data when the layout is contiguous (``true_lb``), else None.
+    #: Byte offset of the data when any count of elements is contiguous (``true_lb``), else None.
     contiguous_at: int | None
     #: Merged byte blocks of one element, in typemap (= packed) order.
     block_displ: IntArray
@@ -428,6 +428,7 @@ class Convertor:
     __slots__ = (
         "_array",
         "_bytes",
+        "_contiguous_at",
         "_grid",
         "count",
         "description",
@@ -451,6 +452,8 @@ class Convertor:
         self.plan = description.plan
         self.packed_size = self.count * description.size
         self._grid: Grid | None = None
+        #: Buffer byte where the packed stream lies as it is, when it does.
+        self._contiguous_at: int | None = None if self.packed_size else 0
         if self.packed_size:
             span = (self.count - 1) * description.extent
             low = self.origin + description.true_lb + min(0, span)
@@ -460,7 +463,11 @@ class Convertor:
                     f"{self.count} element(s) at origin {self.origin} span bytes [{low}, {high}) "
                     f"but the buffer holds {len(self._bytes)} bytes"
                 )
-            if self.plan.contiguous_at is None:
+            single = self.count == 1 and len(self.plan.block_len) == 1
+            if self.plan.contiguous_at is not None or single:
+                # Data in one piece: also one element of a type with gaps around its data.
+                self._contiguous_at = self.origin + description.true_lb
+            else:
                 self._grid = Grid.of(self.plan, self._array, self.origin, self.count)
 
     def __repr__(self) -> str:
@@ -470,11 +477,14 @@ class Convertor:
         )
 
     def contiguous_view(self) -> memoryview | None:
-        """The data's own bytes when the layout is contiguous (no copy), else None."""
-        start = self.plan.contiguous_at
+        """The data's own bytes when they are one piece in the buffer (no copy), else None.
+
+        That is when the layout is contiguous, and also for a single element whose data is one
+        block (a resized type, say).
+        """
+        start = self._contiguous_at
         if start is None:
             return None
-        start += self.origin
         return self._bytes[start : start + self.packed_size]
 
     def pack(self, position: SupportsIndex, out: Any) -> int:
@@ -536,8 +546,8 @@ class Convertor:
         if nbytes == 0:
             return
         plan, buffer = self.plan, self._array
-        if plan.contiguous_at is not None:
-            start = self.origin + plan.contiguous_at + position
+        if self._contiguous_at is not None:
+            start = self._contiguous_at + position
             if pack:
                 stream[:] = buffer[start : start + nbytes]
             else:
