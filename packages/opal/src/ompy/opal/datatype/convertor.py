@@ -448,7 +448,8 @@ class Convertor:
         if self.count < 0:
             raise ValueError(f"count must be >= 0, got {self.count}")
         self._bytes = _flat_bytes(buffer, "buffer")
-        self._array: U8 = np.frombuffer(self._bytes, dtype=np.uint8)
+        #: The buffer as a numpy byte array, for layouts that are not one piece.
+        self._array: U8 | None = None
         self.plan = description.plan
         self.packed_size = self.count * description.size
         self._grid: Grid | None = None
@@ -468,6 +469,7 @@ class Convertor:
                 # Data in one piece: also one element of a type with gaps around its data.
                 self._contiguous_at = self.origin + description.true_lb
             else:
+                self._array = np.frombuffer(self._bytes, dtype=np.uint8)
                 self._grid = Grid.of(self.plan, self._array, self.origin, self.count)
 
     def __repr__(self) -> str:
@@ -545,14 +547,15 @@ class Convertor:
         nbytes = len(stream)
         if nbytes == 0:
             return
-        plan, buffer = self.plan, self._array
         if self._contiguous_at is not None:
             start = self._contiguous_at + position
             if pack:
-                stream[:] = buffer[start : start + nbytes]
+                stream[:] = self._bytes[start : start + nbytes]
             else:
-                buffer[start : start + nbytes] = stream
+                self._bytes[start : start + nbytes] = stream.data
             return
+        plan, buffer = self.plan, self._array
+        assert buffer is not None  # made in __init__ for every layout not in one piece
         if self._grid is not None:
             self._grid.move(buffer, position, stream, pack=pack)
             return
