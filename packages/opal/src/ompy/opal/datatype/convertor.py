@@ -96,20 +96,6 @@ def _simplify(
     return [m[0] for m in merged], [m[1] for m in merged], [m[2] for m in merged], length
 
 
-#: One side of a grid copy: a byte buffer, the byte of its first block, the grid's strides there.
-Side = tuple[U8, int, Sequence[int]]
-
-
-def _copy_grid(src: Side, dst: Side, shape: Sequence[int], length: int) -> None:
-    """Copy blocks of ``length`` bytes laid on the same grid shape in two buffers."""
-    if length == 0 or 0 in shape:
-        return
-    (src_buf, src_base, src_strides), (dst_buf, dst_base, dst_strides) = src, dst
-    shape, src_strides, dst_strides, length = _simplify(shape, src_strides, dst_strides, length)
-    target = _strided(dst_buf, dst_base, shape, dst_strides, length)
-    np.copyto(target, _strided(src_buf, src_base, shape, src_strides, length))
-
-
 def _rows(buf: U8, length: int) -> np.ndarray:
     """Every ``length``-byte window of ``buf`` as a row (row ``k`` starts at byte ``k``)."""
     unit, units = _unit(length)
