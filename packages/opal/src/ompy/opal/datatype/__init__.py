@@ -1,0 +1,1 @@
+"""The datatype engine: element types, typemaps, the convertor, architectures and conversion."""
