@@ -252,10 +252,14 @@ def test_the_listing_shows_this_machines_architecture(site):
 def test_the_listing_says_when_a_foreign_byte_order_is_presented(site):
     other = "big" if sys.byteorder == "little" else "little"
     text = run_info("--mca", "opal_arch_byteorder", other).stdout
-    assert f"  presented to peers: {other}-endian (opal_arch_byteorder;" in text
+    assert f"  presented to peers: {other}-endian by every rank (opal_arch_byteorder;" in text
     lines = lines_of(run_info("--parsable", env={"OMPY_MCA_opal_arch_byteorder": other}))
     assert f"arch:presented:byteorder:{other}" in lines
+    assert "arch:presented:ranks:all" in lines
     assert f"arch:local:byteorder:{sys.byteorder}" in lines
+    mixed = ("--mca", "opal_arch_byteorder", other, "--mca", "opal_arch_byteorder_ranks", "2,0")
+    assert f"{other}-endian by rank 0,2 (" in run_info(*mixed).stdout
+    assert "arch:presented:ranks:0,2" in lines_of(run_info(*mixed, "--parsable"))
 
 
 # -- parameters ----------------------------------------------------------------------------------

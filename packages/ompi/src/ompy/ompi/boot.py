@@ -67,7 +67,7 @@ def start(thread_level: int) -> Instance:
         },
     )
     registry = param_registry()
-    arch = presented(registry)
+    arch = presented(registry, identity.rank)
     modex.put(ARCH_KEY, arch.encode())
     if identity.rank_nodes:
         procs = _procs_from_job_map(identity, Proc)  # published with the contacts below

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import click
 
-from ompy.opal.datatype.arch import Arch, presented
+from ompy.opal.datatype.arch import Arch, presented, presenting_ranks
 from ompy.opal.mca.params import Registry, environment_for_cli, reset_registry
 from ompy.opal.mca.params.sources import CLI_NAMES_VAR
 
@@ -57,6 +57,7 @@ tuners, 7-9 ompy developers.
   environment:<VAR>, command-line:--mca <name> or override)
   arch:local:byteorder:little|big   arch:local:long_double:<format>
   arch:local:size:<type>:<bytes>    arch:presented:byteorder:little|big
+  arch:presented:ranks:all|<rank>,...
 
 Warnings about OMPY_MCA_* names that no installed framework or component knows go to stderr.
 A bad parameter value or a malformed parameter file is an error (exit status 1).
@@ -126,7 +127,9 @@ def info(
         lines.extend(render.listing(inventory))
         if not parsable:
             lines.append("")
-        lines.extend(render.architecture(Arch.local(), presented(registry)))
+        ranks = presenting_ranks(registry)
+        published = presented(registry, ranks[0] if ranks else 0)
+        lines.extend(render.architecture(Arch.local(), published, ranks))
     if show_all or group is not None:
         if not parsable:
             if lines:

@@ -36,8 +36,9 @@ def listing(inventory: Inventory) -> Iterator[str]:
         yield f"  {failure.name}: ERROR: cannot be loaded ({failure.target}): {failure.reason}"
 
 
-def architecture(local: Arch, published: Arch) -> Iterator[str]:
-    """This machine's representation of the C types, and what a process presents to peers."""
+def architecture(local: Arch, published: Arch, ranks: tuple[int, ...]) -> Iterator[str]:
+    """This machine's representation of the C types, and what the ranks present to peers
+    (``ranks``: those ``opal_arch_byteorder`` applies to, empty for all)."""
     yield "Architecture:"
     facts = local.describe()
     for fact, value in facts[:2]:
@@ -47,9 +48,10 @@ def architecture(local: Arch, published: Arch) -> Iterator[str]:
         f"sizes in bytes: {sizes}", WIDTH, initial_indent="  ", subsequent_indent="    "
     )
     if published != local:
+        who = "every rank" if not ranks else "rank " + ",".join(map(str, ranks))
         yield (
-            f"  presented to peers: {published.byteorder}-endian "
-            f"(opal_arch_byteorder; data is converted on the way in and out)"
+            f"  presented to peers: {published.byteorder}-endian by {who} "
+            f"(opal_arch_byteorder; typed data is converted on the way in and out)"
         )
 
 
