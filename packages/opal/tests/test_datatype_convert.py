@@ -365,3 +365,24 @@ def test_a_description_converts_without_a_python_signature() -> None:
     big = values.astype(np.dtype([("x", ">f8"), ("i", ">i4", 2)]))
     assert bytes(there) == big.tobytes()
     assert bytes(convert_description(there, pair, count, EXTERNAL32, LOCAL)) == packed
+
+
+def test_a_repeated_element_converts_like_its_flat_signature() -> None:
+    # double, int, double: the last run of one element merges with the first of the next in
+    # the flat signature, but not in the table of rows.
+    parts = [Description.of_basic(b) for b in (DOUBLE, SHORT, DOUBLE)]
+    element = Description.struct([1, 3, 2], [0, 8, 16], parts)
+    count = 37
+    rng = np.random.default_rng(11)
+    record = np.dtype([("a", "f8"), ("s", "i2", 3), ("b", "f8", 2)])
+    values = np.zeros(count, record)
+    values["a"] = rng.standard_normal(count)
+    values["s"] = rng.integers(-(2**15), 2**15, (count, 3))
+    values["b"] = rng.standard_normal((count, 2))
+    packed = values.tobytes()
+    for target in (EXTERNAL32, SWAPPED):
+        there = bytes(convert_description(packed, element, count, LOCAL, target))
+        assert there == bytes(convert(packed, element.signature(count), LOCAL, target))
+        assert bytes(convert_description(there, element, count, target, LOCAL)) == packed
+    with pytest.raises(ValueError, match="holds 10 bytes, but 37 elements take 1110 bytes"):
+        convert_description(bytes(10), element, count, LOCAL, EXTERNAL32)
