@@ -14,6 +14,7 @@ job, since parameters cannot change once MPI is initialized.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +38,7 @@ from .algorithms import (
     vector,
 )
 from .decision import ALGORITHMS, decide
-from .util import Workspace
+from .util import Reduction, Workspace
 
 #: Operation -> algorithm name -> schedule ``function(comm, tag, workspace, *args)``.
 SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
@@ -78,10 +79,13 @@ SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
         "ring": reduce_scatter.ring,
         "nonoverlapping": reduce_scatter.nonoverlapping,
     },
-    "scan": {"recursive_doubling": scan.scan_recursive_doubling, "linear": scan.scan_linear},
+    "scan": {
+        "recursive_doubling": functools.partial(scan.recursive_doubling, exclusive=False),
+        "linear": functools.partial(scan.linear, exclusive=False),
+    },
     "exscan": {
-        "recursive_doubling": scan.exscan_recursive_doubling,
-        "linear": scan.exscan_linear,
+        "recursive_doubling": functools.partial(scan.recursive_doubling, exclusive=True),
+        "linear": functools.partial(scan.linear, exclusive=True),
     },
 }
 SCHEDULES["reduce_scatter_block"] = SCHEDULES["reduce_scatter"]
@@ -185,8 +189,8 @@ class TunedCollModule(CollModule):
         mine = recvspec if sendspec.in_place else sendspec
         name = self.choose("reduce", comm.size, mine.view.nbytes, op.Is_commutative(), algorithm)
         target = recvspec.view if comm.rank == root else None
-        args = (mine.view, target, mine.count, mine.datatype, op, root)
-        return self._go(comm, blocking, "reduce", SCHEDULES["reduce"][name], *args)
+        red = Reduction(mine.view, target, mine.count, mine.datatype, op)
+        return self._go(comm, blocking, "reduce", SCHEDULES["reduce"][name], red, root)
 
     def reduce(  # noqa: PLR0917 (the interface's arguments, then the override)
         self,
@@ -225,8 +229,8 @@ class TunedCollModule(CollModule):
         name = self.choose("allreduce", comm.size, result.nbytes, op.Is_commutative(), algorithm)
         if not sendspec.in_place:
             copy(result, sendspec.view)
-        args = (result, recvspec.count, recvspec.datatype, op)
-        return self._go(comm, blocking, "allreduce", SCHEDULES["allreduce"][name], *args)
+        red = Reduction(result, result, recvspec.count, recvspec.datatype, op)
+        return self._go(comm, blocking, "allreduce", SCHEDULES["allreduce"][name], red)
 
     def allreduce(
         self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
@@ -419,8 +423,8 @@ class TunedCollModule(CollModule):
         name = self.choose(
             operation, comm.size, total * datatype.extent, op.Is_commutative(), algorithm
         )
-        args = (source, recvspec.view, counts, datatype, op)
-        run_schedule(comm, SCHEDULES[operation][name], self.workspace, *args)
+        red = Reduction(source, recvspec.view, total, datatype, op)
+        run_schedule(comm, SCHEDULES[operation][name], self.workspace, red, counts)
 
     def reduce_scatter_block(
         self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
@@ -456,8 +460,8 @@ class TunedCollModule(CollModule):
     ) -> None:
         source = recvspec.view if sendspec.in_place else sendspec.view
         name = self.choose(operation, comm.size, source.nbytes, op.Is_commutative(), algorithm)
-        args = (source, recvspec.view, recvspec.count, recvspec.datatype, op)
-        run_schedule(comm, SCHEDULES[operation][name], self.workspace, *args)
+        red = Reduction(source, recvspec.view, recvspec.count, recvspec.datatype, op)
+        run_schedule(comm, SCHEDULES[operation][name], self.workspace, red)
 
     def scan(
         self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
