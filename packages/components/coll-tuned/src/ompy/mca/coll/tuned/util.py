@@ -13,7 +13,14 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ompy.ompi.mca.coll.base import combine, recv, send
+from ompy.ompi.mca.coll.base import (
+    binomial_children,
+    binomial_parent,
+    combine,
+    recv,
+    send,
+    subtree_size,
+)
 
 #: A schedule: a generator of rounds of requests (see ``ompy.ompi.mca.coll.base.schedule``).
 Rounds: TypeAlias = Generator[Any, None, Any]
@@ -55,6 +62,31 @@ class Reduction:
         combine(
             comm, self.op, self.datatype, inmem, inoutmem, self.count if count is None else count
         )
+
+
+@attrs.frozen
+class Subtree:
+    """A rank's subtree in the binomial tree rooted at ``root``, as gather and scatter walk it.
+
+    It holds the relative ranks ``relative .. relative + span - 1`` (contiguous), so its blocks
+    travel as one run; each child's subtree is a run inside it.
+    """
+
+    span: int
+    parent: int | None
+    #: ``(child, first, stop)`` per child, farthest first: the child's run is positions
+    #: ``first .. stop - 1`` of this subtree's run.
+    runs: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def of(cls, rank: int, root: int, size: int) -> Subtree:
+        relative = (rank - root) % size
+        runs = []
+        for child in binomial_children(rank, root, size):
+            first = (child - root) % size - relative
+            runs.append((child, first, first + subtree_size(child, root, size)))
+        parent = binomial_parent(rank, root, size)
+        return cls(subtree_size(rank, root, size), parent, tuple(runs))
 
 
 class Workspace:
