@@ -156,3 +156,12 @@ def test_a_get_set_property_assigns_through_its_setter():
     assert holder.names == ["first", "second"]
     assert holder.name == "second"
     assert _Holder.name.__doc__ == "Print name."
+
+
+def test_a_property_calls_the_method_the_object_has_now():
+    # A subclass's override, or the error-handler wrapper install_dispatch puts on the class.
+    class Bigger(_Holder):
+        def Get_size(self) -> int:
+            return 7
+
+    assert Bigger().size == 7

@@ -5,9 +5,12 @@ mpi4py gives most ``Get_x``/``Set_x`` pairs a property ``x`` that calls them: ``
 the methods themselves (``size = GetProperty(Get_size, "Number of processes.")`` in the class
 body, after ``Get_size``), instead of a small property function per name that calls them.
 
-They are plain properties at run time whose getter *is* the method (one call per read, none in
-between); what this module adds is their types: a checker sees ``comm.size`` as the getter's
-result type, and assignments checked against the setter (or refused, without one).
+The methods are looked up by name on each access, as ``self.Get_size()`` would: a subclass's
+override is seen, and so are the error-handler wrappers that ``install_dispatch`` puts on the
+methods of the handle classes (an error in ``comm.size`` runs the communicator's handler, as one
+in ``comm.Get_size()`` does).  What this module adds is their types: a checker sees
+``comm.size`` as the getter's result type, and assignments checked against the setter (or
+refused, without one).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ class GetProperty(property, Generic[_Obj, _Value]):
     """A read-only property whose value is ``getter(obj)``."""
 
     def __init__(self, getter: Callable[[_Obj], _Value], doc: str) -> None:
-        super().__init__(getter, None, None, doc)
+        super().__init__(_getting(getter.__name__), None, None, doc)
         self.__doc__ = doc  # a property subclass keeps its docstring only on the instance
 
     if TYPE_CHECKING:  # the types a checker sees; at run time property's own (C) methods work
@@ -42,9 +45,29 @@ class GetSetProperty(GetProperty[_Obj, _Value]):
     def __init__(
         self, getter: Callable[[_Obj], _Value], setter: Callable[[_Obj, _Value], None], doc: str
     ) -> None:
-        property.__init__(self, getter, setter, None, doc)
+        property.__init__(self, _getting(getter.__name__), _setting(setter.__name__), None, doc)
         self.__doc__ = doc
 
     if TYPE_CHECKING:
 
         def __set__(self, obj: _Obj, value: _Value, /) -> None: ...
+
+
+def _getting(name: str) -> Callable[[Any], Any]:
+    """A function returning ``obj.<name>()``."""
+
+    def get(obj: Any) -> Any:
+        return getattr(obj, name)()
+
+    get.__name__ = name
+    return get
+
+
+def _setting(name: str) -> Callable[[Any, Any], None]:
+    """A function calling ``obj.<name>(value)``."""
+
+    def set_(obj: Any, value: Any) -> None:
+        getattr(obj, name)(value)
+
+    set_.__name__ = name
+    return set_
