@@ -16,7 +16,7 @@ from ompy.ompi import errors
 from ompy.ompi.accessors import GetProperty, GetSetProperty
 from ompy.ompi.api.comm import Intracomm
 from ompy.ompi.api.request import Prequest, Request
-from ompy.ompi.api.testing import make_world, run_ranks
+from ompy.ompi.api.testing import default_instance, make_world, run_ranks
 from ompy.ompi.op import SUM
 
 SEND = "(self, buf: 'Any', dest: 'int', tag: 'int' = 0)"
@@ -100,6 +100,24 @@ def test_errors_name_the_member_that_was_called():
         assert f"Comm.{name}: destination rank 5" in str(info.value)
     with pytest.raises(errors.Exception, match=r"Comm\.Igather: root 9"):
         comm.Igather(np.zeros(1), np.zeros(2), root=9)
+
+
+def test_errors_of_members_go_through_the_communicators_error_handler():
+    codes = []
+    with default_instance():
+        handler = Intracomm.Create_errhandler(lambda comm, code: codes.append(code))
+    (world,) = make_world(1)
+    dup = world.Dup()
+    dup.Set_errhandler(handler)
+    for call in (
+        lambda: dup.Bsend(np.zeros(1), 7),
+        lambda: dup.issend({"an": "object"}, 7),
+        lambda: dup.Igather(np.zeros(1), np.zeros(1), root=3),
+        lambda: dup.Reduce(np.zeros(1), np.zeros(1), root=3),
+    ):
+        with pytest.raises(errors.Exception):
+            call()
+    assert codes == [errors.ERR_RANK, errors.ERR_RANK, errors.ERR_ROOT, errors.ERR_ROOT]
 
 
 def test_members_return_what_their_mode_makes():
