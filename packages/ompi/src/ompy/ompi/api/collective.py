@@ -32,8 +32,8 @@ from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
+from .families import collective_pair
 from .in_place import given, or_in_place
-from .request import Request
 from .vector_messages import parse_vector_message
 
 
@@ -45,171 +45,154 @@ class Collectives:
     def _live(self, call: str) -> Communicator:  # provided by Comm
         raise NotImplementedError
 
+    # Each buffer collective and its nonblocking form are one family (.families): an argument
+    # function checks the call's arguments the way mpi4py does and returns the communicator and
+    # what its coll table operation takes; the pair of methods is made from it.
+
     # -- barrier ---------------------------------------------------------------------------------
 
-    def Barrier(self) -> None:
-        """Barrier synchronization."""
-        c = self._live("Comm.Barrier")
-        c.coll.barrier(c)
+    def _barrier_args(self, call: str) -> tuple[Communicator, tuple[Any, ...]]:
+        return self._live(call), ()
 
-    def Ibarrier(self) -> Request:
-        """Nonblocking barrier synchronization."""
-        c = self._live("Comm.Ibarrier")
-        return Request._of(c.coll.ibarrier(c), c)
-
-    def barrier(self) -> None:
-        """Barrier synchronization."""
-        self.Barrier()
-
-    def ibarrier(self) -> Request:
-        """Nonblocking barrier."""
-        return self.Ibarrier()
+    Barrier, Ibarrier = collective_pair(
+        _barrier_args,
+        "Comm.Barrier",
+        "Barrier synchronization.",
+        "Nonblocking barrier synchronization.",
+    )
+    # The lowercase barriers are the uppercase ones: they move no data, pickled or not.
+    barrier = Barrier
+    ibarrier = Ibarrier
 
     # -- broadcast -------------------------------------------------------------------------------
 
-    def _bcast_args(self, call: str, buf: Any, root: Any) -> tuple[Communicator, BufferSpec, int]:
+    def _bcast_args(
+        self, call: str, buf: Any, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         root = _root(root, c, call)
         buf = given(buf, call, "buf")
-        return c, parse_buffer(buf, readonly=c.rank == root), root
+        return c, (parse_buffer(buf, readonly=c.rank == root), root)
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         """Broadcast data from one process to all other processes."""
-        c, spec, root = self._bcast_args("Comm.Bcast", buf, root)
+        # Written out, as Allreduce is: a hot call, spared the family's argument packing.
+        c, (spec, root) = self._bcast_args("Comm.Bcast", buf, root)
         c.coll.bcast(c, spec, root)
 
-    def Ibcast(self, buf: Any, root: int = 0) -> Request:
-        """Nonblocking broadcast."""
-        c, spec, root = self._bcast_args("Comm.Ibcast", buf, root)
-        return Request._of(c.coll.ibcast(c, spec, root), c)
+    Ibcast = collective_pair(
+        _bcast_args,
+        "Comm.Bcast",
+        "Broadcast data from one process to all other processes.",
+        "Nonblocking broadcast.",
+    )[1]
 
-    # -- gather ----------------------------------------------------------------------------------
+    # -- gather (the names ending in ``v`` are the vector forms) ---------------------------------
 
     def _gather_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
-    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec | None, int]:
+        self, call: str, sendbuf: Any, recvbuf: Any, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendbuf = given(sendbuf, call, "sendbuf")
-            return c, _send_spec(sendbuf, call, in_place=False), None, root
+            return c, (_send_spec(sendbuf, call, in_place=False), None, root)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if vector:
+        if call.endswith("v"):
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
         if not sendspec.in_place:
             _same_size(sendspec.view, recvspec.block(c.rank), call, "the root's receive block")
-        return c, sendspec, recvspec, root
+        return c, (sendspec, recvspec, root)
 
-    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Gather data to one process from all other processes."""
-        c, s, r, root = self._gather_args("Comm.Gather", sendbuf, recvbuf, root, False)
-        c.coll.gather(c, s, r, root)
-
-    def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Gather Vector: gather data to one process, with a count and displacement per rank."""
-        c, s, r, root = self._gather_args("Comm.Gatherv", sendbuf, recvbuf, root, True)
-        c.coll.gatherv(c, s, r, root)
-
-    def Igather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking gather."""
-        c, s, r, root = self._gather_args("Comm.Igather", sendbuf, recvbuf, root, False)
-        return Request._of(c.coll.igather(c, s, r, root), c)
-
-    def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking gather vector."""
-        c, s, r, root = self._gather_args("Comm.Igatherv", sendbuf, recvbuf, root, True)
-        return Request._of(c.coll.igatherv(c, s, r, root), c)
+    Gather, Igather = collective_pair(
+        _gather_args,
+        "Comm.Gather",
+        "Gather data to one process from all other processes.",
+        "Nonblocking gather.",
+    )
+    Gatherv, Igatherv = collective_pair(
+        _gather_args,
+        "Comm.Gatherv",
+        "Gather Vector: gather data to one process, with a count and displacement per rank.",
+        "Nonblocking gather vector.",
+    )
 
     # -- scatter ---------------------------------------------------------------------------------
 
     def _scatter_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
-    ) -> tuple[Communicator, VectorBufferSpec | None, BufferSpec, int]:
+        self, call: str, sendbuf: Any, recvbuf: Any, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             recvbuf = given(recvbuf, call, "recvbuf")
             if recvbuf is IN_PLACE:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
-            return c, None, parse_buffer(recvbuf, readonly=False), root
+            return c, (None, parse_buffer(recvbuf, readonly=False), root)
         sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
-        if vector:
+        if call.endswith("v"):
             sendspec = _vector(sendbuf, c.size, call, "sendbuf")
         else:
             sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
         recvspec = parse_buffer(recvbuf, readonly=False, in_place=True)
         if not recvspec.in_place:
             _same_size(sendspec.block(c.rank), recvspec.view, call, "the root's receive message")
-        return c, sendspec, recvspec, root
+        return c, (sendspec, recvspec, root)
 
-    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Scatter data from one process to all other processes."""
-        c, s, r, root = self._scatter_args("Comm.Scatter", sendbuf, recvbuf, root, False)
-        c.coll.scatter(c, s, r, root)
-
-    def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Scatter Vector: scatter data from one process, with a count and displacement per rank."""
-        c, s, r, root = self._scatter_args("Comm.Scatterv", sendbuf, recvbuf, root, True)
-        c.coll.scatterv(c, s, r, root)
-
-    def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking scatter."""
-        c, s, r, root = self._scatter_args("Comm.Iscatter", sendbuf, recvbuf, root, False)
-        return Request._of(c.coll.iscatter(c, s, r, root), c)
-
-    def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking scatter vector."""
-        c, s, r, root = self._scatter_args("Comm.Iscatterv", sendbuf, recvbuf, root, True)
-        return Request._of(c.coll.iscatterv(c, s, r, root), c)
+    Scatter, Iscatter = collective_pair(
+        _scatter_args,
+        "Comm.Scatter",
+        "Scatter data from one process to all other processes.",
+        "Nonblocking scatter.",
+    )
+    Scatterv, Iscatterv = collective_pair(
+        _scatter_args,
+        "Comm.Scatterv",
+        "Scatter Vector: scatter data from one process, with a count and displacement per rank.",
+        "Nonblocking scatter vector.",
+    )
 
     # -- allgather -------------------------------------------------------------------------------
 
     def _allgather_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
-    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec]:
+        self, call: str, sendbuf: Any, recvbuf: Any
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if vector:
+        if call.endswith("v"):
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
         if not sendspec.in_place:
             _same_size(sendspec.view, recvspec.block(c.rank), call, "this rank's receive block")
-        return c, sendspec, recvspec
+        return c, (sendspec, recvspec)
 
-    def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
-        """Gather to All: gather data from all processes and distribute it to all."""
-        c, s, r = self._allgather_args("Comm.Allgather", sendbuf, recvbuf, False)
-        c.coll.allgather(c, s, r)
-
-    def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
-        """Gather to All Vector."""
-        c, s, r = self._allgather_args("Comm.Allgatherv", sendbuf, recvbuf, True)
-        c.coll.allgatherv(c, s, r)
-
-    def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking gather to all."""
-        c, s, r = self._allgather_args("Comm.Iallgather", sendbuf, recvbuf, False)
-        return Request._of(c.coll.iallgather(c, s, r), c)
-
-    def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking gather to all vector."""
-        c, s, r = self._allgather_args("Comm.Iallgatherv", sendbuf, recvbuf, True)
-        return Request._of(c.coll.iallgatherv(c, s, r), c)
+    Allgather, Iallgather = collective_pair(
+        _allgather_args,
+        "Comm.Allgather",
+        "Gather to All: gather data from all processes and distribute it to all.",
+        "Nonblocking gather to all.",
+    )
+    Allgatherv, Iallgatherv = collective_pair(
+        _allgather_args,
+        "Comm.Allgatherv",
+        "Gather to All Vector.",
+        "Nonblocking gather to all vector.",
+    )
 
     # -- all to all ------------------------------------------------------------------------------
 
     def _alltoall_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
-    ) -> tuple[Communicator, VectorBufferSpec, VectorBufferSpec]:
+        self, call: str, sendbuf: Any, recvbuf: Any
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if vector:
+        if call.endswith("v"):
             recvspec = _vector(recvbuf, size, call, "recvbuf", readonly=False)
             sendspec = _vector(sendbuf, size, call, "sendbuf", in_place=True)
         else:
@@ -220,120 +203,93 @@ class Collectives:
                 sendspec = _blocks(sendbuf, size, readonly=True, call=call)
         if not sendspec.in_place:
             _same_size(sendspec.block(c.rank), recvspec.block(c.rank), call, "the receive block")
-        return c, sendspec, recvspec
+        return c, (sendspec, recvspec)
 
-    def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
-        """All to All Scatter/Gather: send data from all to all processes in a group."""
-        c, s, r = self._alltoall_args("Comm.Alltoall", sendbuf, recvbuf, False)
-        c.coll.alltoall(c, s, r)
-
-    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
-        """All to All Scatter/Gather Vector."""
-        c, s, r = self._alltoall_args("Comm.Alltoallv", sendbuf, recvbuf, True)
-        c.coll.alltoallv(c, s, r)
-
-    def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking all to all."""
-        c, s, r = self._alltoall_args("Comm.Ialltoall", sendbuf, recvbuf, False)
-        return Request._of(c.coll.ialltoall(c, s, r), c)
-
-    def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking all to all vector."""
-        c, s, r = self._alltoall_args("Comm.Ialltoallv", sendbuf, recvbuf, True)
-        return Request._of(c.coll.ialltoallv(c, s, r), c)
+    Alltoall, Ialltoall = collective_pair(
+        _alltoall_args,
+        "Comm.Alltoall",
+        "All to All Scatter/Gather: send data from all to all processes in a group.",
+        "Nonblocking all to all.",
+    )
+    Alltoallv, Ialltoallv = collective_pair(
+        _alltoall_args,
+        "Comm.Alltoallv",
+        "All to All Scatter/Gather Vector.",
+        "Nonblocking all to all vector.",
+    )
 
     def _alltoallw_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
         if sendbuf is IN_PLACE:
-            return c, None, recvspecs
+            return c, (None, recvspecs)
         sendspecs = _w_specs(sendbuf, c.size, readonly=True, call=call)
         _same_size(sendspecs[c.rank].view, recvspecs[c.rank].view, call, "the receive block")
-        return c, sendspecs, recvspecs
+        return c, (sendspecs, recvspecs)
 
-    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
-        """All to All Scatter/Gather General: a count, byte displacement and datatype per rank."""
-        c, s, r = self._alltoallw_args("Comm.Alltoallw", sendbuf, recvbuf)
-        c.coll.alltoallw(c, s, r)
-
-    def Ialltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking all to all general."""
-        c, s, r = self._alltoallw_args("Comm.Ialltoallw", sendbuf, recvbuf)
-        return Request._of(c.coll.ialltoallw(c, s, r), c)
+    Alltoallw, Ialltoallw = collective_pair(
+        _alltoallw_args,
+        "Comm.Alltoallw",
+        "All to All Scatter/Gather General: a count, byte displacement and datatype per rank.",
+        "Nonblocking all to all general.",
+    )
 
     # -- reductions ------------------------------------------------------------------------------
 
     def _reduce_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, op: Any, root: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec | None, int]:
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendspec = _send_spec(given(sendbuf, call, "sendbuf"), call, in_place=False)
             _check_op(c, op, sendspec.datatype)
-            return c, sendspec, None, root
+            return c, (sendspec, None, op, root)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec, root
+        return c, (sendspec, recvspec, op, root)
 
-    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
-        """Reduce to Root."""
-        c, s, r, root = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
-        c.coll.reduce(c, s, r, op, root)
-
-    def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
-        """Reduce to Root (nonblocking)."""
-        c, s, r, root = self._reduce_args("Comm.Ireduce", sendbuf, recvbuf, op, root)
-        return Request._of(c.coll.ireduce(c, s, r, op, root), c)
+    Reduce, Ireduce = collective_pair(
+        _reduce_args, "Comm.Reduce", "Reduce to Root.", "Reduce to Root (nonblocking)."
+    )
 
     def _everyone_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec]:
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec
+        return c, (sendspec, recvspec, op)
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce to All."""
-        c, s, r = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
-        c.coll.allreduce(c, s, r, op)
+        c, (sendspec, recvspec, op) = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
+        c.coll.allreduce(c, sendspec, recvspec, op)
 
-    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Reduce to All (nonblocking)."""
-        c, s, r = self._everyone_args("Comm.Iallreduce", sendbuf, recvbuf, op)
-        return Request._of(c.coll.iallreduce(c, s, r, op), c)
+    Iallreduce = collective_pair(
+        _everyone_args, "Comm.Allreduce", "Reduce to All.", "Reduce to All (nonblocking)."
+    )[1]
 
-    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        """Inclusive Scan."""
-        c, s, r = self._everyone_args("Intracomm.Scan", sendbuf, recvbuf, op)
-        c.coll.scan(c, s, r, op)
-
-    def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Inclusive Scan (nonblocking)."""
-        c, s, r = self._everyone_args("Intracomm.Iscan", sendbuf, recvbuf, op)
-        return Request._of(c.coll.iscan(c, s, r, op), c)
-
-    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        """Exclusive Scan (rank 0's receive buffer is left as it was)."""
-        c, s, r = self._everyone_args("Intracomm.Exscan", sendbuf, recvbuf, op)
-        c.coll.exscan(c, s, r, op)
-
-    def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Exclusive Scan (nonblocking)."""
-        c, s, r = self._everyone_args("Intracomm.Iexscan", sendbuf, recvbuf, op)
-        return Request._of(c.coll.iexscan(c, s, r, op), c)
+    Scan, Iscan = collective_pair(
+        _everyone_args, "Intracomm.Scan", "Inclusive Scan.", "Inclusive Scan (nonblocking)."
+    )
+    Exscan, Iexscan = collective_pair(
+        _everyone_args,
+        "Intracomm.Exscan",
+        "Exclusive Scan (rank 0's receive buffer is left as it was).",
+        "Exclusive Scan (nonblocking).",
+    )
 
     def _reduce_scatter_block_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec]:
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -341,7 +297,7 @@ class Collectives:
             whole = _blocks(recvbuf, size, readonly=False, call=call)
             recvspec = _first_block(whole)
             _check_op(c, op, recvspec.datatype)
-            return c, parse_buffer(IN_PLACE, in_place=True), recvspec
+            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, op)
         recvspec = parse_buffer(recvbuf, readonly=False)
         blocks = _blocks(sendbuf, size, readonly=True, call=call)
         _same_type(blocks.datatype, recvspec.datatype, call)
@@ -351,23 +307,23 @@ class Collectives:
                 f"count {recvspec.count}"
             )
         _check_op(c, op, recvspec.datatype)
-        return c, _whole(blocks), recvspec
+        return c, (_whole(blocks), recvspec, op)
 
-    def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        """Reduce-Scatter Block (regular, non-vector version)."""
-        c, s, r = self._reduce_scatter_block_args("Comm.Reduce_scatter_block", sendbuf, recvbuf, op)
-        c.coll.reduce_scatter_block(c, s, r, op)
-
-    def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Reduce-Scatter Block (nonblocking)."""
-        c, s, r = self._reduce_scatter_block_args(
-            "Comm.Ireduce_scatter_block", sendbuf, recvbuf, op
-        )
-        return Request._of(c.coll.ireduce_scatter_block(c, s, r, op), c)
+    Reduce_scatter_block, Ireduce_scatter_block = collective_pair(
+        _reduce_scatter_block_args,
+        "Comm.Reduce_scatter_block",
+        "Reduce-Scatter Block (regular, non-vector version).",
+        "Reduce-Scatter Block (nonblocking).",
+    )
 
     def _reduce_scatter_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec, tuple[int, ...]]:
+        self,
+        call: str,
+        sendbuf: Any,
+        recvbuf: Any,
+        recvcounts: Sequence[int] | None = None,
+        op: Op = SUM,
+    ) -> tuple[Communicator, tuple[Any, ...]]:
         c = self._live(call)
         size, rank = c.size, c.rank
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -385,7 +341,7 @@ class Collectives:
                 )
             _check_op(c, op, parsed.datatype)
             recvspec = _prefix(parsed, counts[rank])
-            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, counts
+            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, counts, op)
         sendspec = _send_spec(sendbuf, call, in_place=False)
         if recvcounts is None:
             counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
@@ -402,25 +358,14 @@ class Collectives:
                 f"{counts[rank]}"
             )
         _check_op(c, op, parsed.datatype)
-        return c, sendspec, parsed, counts
+        return c, (sendspec, parsed, counts, op)
 
-    def Reduce_scatter(
-        self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
-    ) -> None:
-        """Reduce-Scatter (vector version)."""
-        c, s, r, counts = self._reduce_scatter_args(
-            "Comm.Reduce_scatter", sendbuf, recvbuf, recvcounts, op
-        )
-        c.coll.reduce_scatter(c, s, r, counts, op)
-
-    def Ireduce_scatter(
-        self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
-    ) -> Request:
-        """Reduce-Scatter (nonblocking)."""
-        c, s, r, counts = self._reduce_scatter_args(
-            "Comm.Ireduce_scatter", sendbuf, recvbuf, recvcounts, op
-        )
-        return Request._of(c.coll.ireduce_scatter(c, s, r, counts, op), c)
+    Reduce_scatter, Ireduce_scatter = collective_pair(
+        _reduce_scatter_args,
+        "Comm.Reduce_scatter",
+        "Reduce-Scatter (vector version).",
+        "Reduce-Scatter (nonblocking).",
+    )
 
     # -- pickled objects -------------------------------------------------------------------------
 
