@@ -18,8 +18,6 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..errors import (
     ERR_ARG,
     ERR_COMM,
@@ -190,24 +188,14 @@ def _elements(
 
 
 def _bytes(obj: Any, call: str, what: str, *, writable: bool = False) -> memoryview:
+    """The flat bytes of a buffer (any kind the message calls accept)."""
+    from .buffer import export_buffer  # buffer parsing builds on the datatypes
+
     try:
-        view = memoryview(obj)
-    except TypeError:
-        raise TypeError(
-            f"{call}: {what} must be a buffer (bytes, bytearray, numpy array, ...), not "
-            f"{type(obj).__name__}"
-        ) from None
-    if writable and view.readonly:
-        raise BufferError(
-            f"{call}: {what} is read-only; pass a writable buffer such as a bytearray"
-        )
-    if not view.c_contiguous:
-        raise BufferError(f"{call}: {what} is not contiguous in memory")
-    if view.ndim != 1 or view.format != "B":
-        try:
-            view = view.cast("B")
-        except TypeError:  # formats cast() does not handle ('Zd', '<d', 'T{...}')
-            view = np.asarray(view).reshape(-1).view(np.uint8).data
+        view, _ = export_buffer(obj, readonly=not writable, infer=False)
+    except (TypeError, BufferError, ValueError) as error:
+        message = str(error).replace("message: ", "", 1)
+        raise type(error)(f"{call}: {what}: {message}") from None
     return view
 
 
