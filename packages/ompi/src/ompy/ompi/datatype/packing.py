@@ -18,6 +18,11 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
+from ompy.opal.datatype.arch import EXTERNAL32 as EXTERNAL32_ARCH
+from ompy.opal.datatype.arch import Arch
+from ompy.opal.datatype.convert import convert_description, external32_size
+from ompy.opal.datatype.convertor import Convertor
+
 from ..errors import (
     ERR_ARG,
     ERR_COMM,
@@ -29,9 +34,6 @@ from ..errors import (
 )
 from ..errors import Exception as MPIException
 from .layout import Layout
-
-if TYPE_CHECKING:
-    from ompy.opal.datatype.convertor import Convertor
 
 #: The one portable data representation MPI defines.
 EXTERNAL32 = "external32"
@@ -95,16 +97,13 @@ class Packing:
         source, count = _elements(layout, inbuf, call, "inbuf")
         out = _bytes(outbuf, call, "outbuf", writable=True)
         position = _position(position, len(out), call, "outbuf")
-        signature = layout.description.signature(count)
-        from ompy.opal.datatype.arch import EXTERNAL32 as EXTERNAL32_ARCH
-        from ompy.opal.datatype.arch import Arch
-        from ompy.opal.datatype.convert import convert, external32_size
-
-        need = external32_size(signature)
+        need = _external_size(layout, count)
         _room(need, len(out) - position, call, "outbuf", "pack")
         local = _convertor(layout, source, count, call).pack_all()
         try:
-            portable = convert(local, signature, Arch.local(), EXTERNAL32_ARCH)
+            portable = convert_description(
+                local, layout.description, count, Arch.local(), EXTERNAL32_ARCH
+            )
         except ValueError as error:
             raise MPIException(ERR_CONVERSION, f"{call}: {error}") from None
         out[position : position + need] = portable
@@ -121,17 +120,16 @@ class Packing:
         data = _bytes(inbuf, call, "inbuf")
         target, count = _elements(layout, outbuf, call, "outbuf", writable=True)
         position = _position(position, len(data), call, "inbuf")
-        signature = layout.description.signature(count)
-        from ompy.opal.datatype.arch import EXTERNAL32 as EXTERNAL32_ARCH
-        from ompy.opal.datatype.arch import Arch
-        from ompy.opal.datatype.convert import convert, external32_size
-
-        need = external32_size(signature)
+        need = _external_size(layout, count)
         _room(need, len(data) - position, call, "inbuf", "unpack")
         _no_overlap(layout, count, call)
         try:
-            local = convert(
-                data[position : position + need], signature, EXTERNAL32_ARCH, Arch.local()
+            local = convert_description(
+                data[position : position + need],
+                layout.description,
+                count,
+                EXTERNAL32_ARCH,
+                Arch.local(),
             )
         except ValueError as error:
             raise MPIException(ERR_CONVERSION, f"{call}: {error}") from None
@@ -146,9 +144,7 @@ class Packing:
         call = "Pack_external_size"
         _datarep(datarep, call)
         layout = self._checked(call)
-        from ompy.opal.datatype.convert import external32_size
-
-        return external32_size(layout.description.signature(_count(count, call)))
+        return _external_size(layout, _count(count, call))
 
     def _committed(self, call: str) -> Layout:
         layout = self._checked(call)
@@ -161,9 +157,12 @@ class Packing:
         return layout
 
 
-def _convertor(layout: Layout, buffer: memoryview, count: int, call: str) -> Convertor:
-    from ompy.opal.datatype.convertor import Convertor
+def _external_size(layout: Layout, count: int) -> int:
+    """Bytes of ``count`` elements in external32 (each element's signature, ``count`` times)."""
+    return count * external32_size(layout.description.signature(1))
 
+
+def _convertor(layout: Layout, buffer: memoryview, count: int, call: str) -> Convertor:
     try:
         return Convertor(layout.description, buffer, 0, count)
     except ValueError as error:
