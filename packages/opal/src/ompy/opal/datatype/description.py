@@ -122,6 +122,16 @@ def merge_blocks(displ: IntArray, length: IntArray) -> tuple[IntArray, IntArray]
     return displ[starts], np.add.reduceat(length, starts)
 
 
+def _intervals_overlap(displ: IntArray, length: IntArray) -> bool:
+    """Whether byte intervals ``[displ, displ + length)`` (lengths > 0) share a byte."""
+    if len(displ) < 2:
+        return False
+    order = np.argsort(displ, kind="stable")
+    starts = displ[order]
+    ends = np.maximum.accumulate(starts + length[order])
+    return bool((starts[1:] < ends[:-1]).any())
+
+
 @attrs.frozen(eq=False, repr=False)
 class Description:
     """One element's flattened typemap: runs of basics plus MPI's bounds, all in bytes."""
@@ -156,8 +166,12 @@ class Description:
             raise ValueError(f"run_basic indexes outside basics (there are {len(self.basics)})")
         if runs and self.run_count.min() < 1:
             raise ValueError("every run must hold at least one element")
-        if int(self.run_bytes.sum()) != self.size:
-            raise ValueError(f"size {self.size} is not the number of bytes the runs hold")
+        if len(self.basics) == 1:
+            held = int(self.run_count.sum()) * self.basics[0].size
+        else:
+            held = int(self.run_bytes.sum())
+        if held != self.size:
+            raise ValueError(f"size {self.size} is not the {held} bytes the runs hold")
 
     # -- derived values -----------------------------------------------------------------------
 
@@ -265,10 +279,11 @@ class Description:
         count = _count(count, "count")
         blocklength = _count(blocklength, "blocklength")
         stride = _index(stride, "stride")
+        if len(self.run_displ) == 1 and self.extent == self.size:
+            return self._vector_of_run(count, blocklength, stride)
         starts = np.arange(count, dtype=np.int64) * stride
         lengths = np.full(count, blocklength, dtype=np.int64)
-        # Consecutive blocks touch exactly when the stride is a block's length.
-        return self._blocks(lengths, starts, touching=stride == blocklength * self.extent)
+        return self._blocks(lengths, starts)
 
     def hindexed(
         self,
@@ -333,15 +348,38 @@ class Description:
         extent = _index(extent, "extent")
         return attrs.evolve(self, lb=lb, ub=lb + extent, explicit_lb=True, explicit_ub=True)
 
-    def _blocks(
-        self, lengths: IntArray, displs: IntArray, touching: bool | None = None
-    ) -> Description:
+    def _vector_of_run(self, count: int, blocklength: int, stride: int) -> Description:
+        """:meth:`hvector` of an element that is one run with nothing between elements.
+
+        Each block is one run, and consecutive blocks touch exactly when the stride is a
+        block's length, so the runs are written directly: a vector of a million doubles costs
+        three passes over arrays of its blocks.
+        """
+        if count == 0 or blocklength == 0:
+            return Description._build([])
+        first = int(self.run_displ[0])
+        elements = blocklength * int(self.run_count[0])
+        reach = (count - 1) * stride
+        if stride == blocklength * self.extent:
+            start = np.array([first], dtype=np.int64)
+            counts = np.array([count * elements], dtype=np.int64)
+        else:
+            start = np.arange(count, dtype=np.int64) * stride
+            start += first
+            counts = np.full(count, elements, dtype=np.int64)
+        low = min(0, reach)
+        high = max(0, reach) + (blocklength - 1) * self.extent
+        bounds = Description._bounds([(self, low, high, count * blocklength)])
+        basic = np.zeros(len(start), dtype=np.int16)
+        for array in (start, counts, basic):
+            array.flags.writeable = False
+        return Description(self.basics, basic, start, counts, **bounds)
+
+    def _blocks(self, lengths: IntArray, displs: IntArray) -> Description:
         """Blocks of ``lengths[i]`` copies of this element at byte ``displs[i]``.
 
         When this element is one run with nothing between elements (a basic, a contiguous
-        type), each block is one run and the copies need not be enumerated: a vector of a
-        million doubles costs a few passes over arrays of its blocks.  ``touching`` says, when
-        the caller knows, whether all consecutive blocks are adjacent in memory or none are.
+        type), each block is one run and the copies need not be enumerated.
         """
         if len(self.run_displ) != 1 or self.extent != self.size:
             return Description._build([(self, self._block_offsets(lengths, displs))])
@@ -354,12 +392,10 @@ class Description:
         high = int((displs + (lengths - 1) * self.extent).max())
         run_size = self.basics[0].size
         start = displs + int(self.run_displ[0])
-        nbytes = lengths * (int(self.run_count[0]) * run_size)
-        if touching:
-            start, nbytes = start[:1], np.array([int(nbytes.sum())], dtype=np.int64)
-        elif touching is None:
-            start, nbytes = merge_blocks(start, nbytes)
-        counts = nbytes // run_size
+        counts = lengths * int(self.run_count[0])
+        merged, nbytes = merge_blocks(start, counts * run_size)
+        if merged is not start:
+            start, counts = merged, nbytes // run_size
         bounds = Description._bounds([(self, low, high, int(lengths.sum()))])
         for array in (start, counts):
             array.flags.writeable = False
@@ -483,30 +519,38 @@ class Description:
     def overlaps(self, count: SupportsIndex = 1) -> bool:
         """Whether some byte of data in ``count`` consecutive elements is covered twice.
 
-        Such a layout may be sent but never received into.
+        Such a layout may be sent but never received into.  Blocks laid out in order (a vector,
+        a subarray) answer in one pass; otherwise the blocks of the elements that can meet are
+        sorted.
         """
         count = _count(count, "count")
         if self.size == 0 or count == 0:
             return False
+        if self._overlaps_within:
+            return True
+        step = abs(self.extent)
+        if count == 1 or step >= self.true_extent:
+            return False
+        if step == 0:
+            return True
+        # Element j can only meet element 0 if j * |extent| < true extent.
+        copies = min(count, -(-self.true_extent // step))
         displ, length = self.blocks
-        copies = 1
-        if count > 1:
-            step = abs(self.extent)
-            if step == 0:
-                return True
-            # Element j can only meet element 0 if j * |extent| < true extent.
-            copies = min(count, -(-self.true_extent // step))
-            copies = max(copies, 1)
-        if copies > 1:
-            shifts = np.arange(copies, dtype=np.int64) * self.extent
-            displ = (shifts[:, None] + displ[None, :]).reshape(-1)
-            length = np.tile(length, copies)
+        shifts = np.arange(copies, dtype=np.int64) * self.extent
+        return _intervals_overlap(
+            (shifts[:, None] + displ[None, :]).reshape(-1), np.tile(length, copies)
+        )
+
+    @functools.cached_property
+    def _overlaps_within(self) -> bool:
+        """Whether one element's data covers some byte twice."""
+        displ, length = self.blocks
         if len(displ) < 2:
             return False
-        order = np.argsort(displ, kind="stable")
-        starts = displ[order]
-        ends = np.maximum.accumulate(starts + length[order])
-        return bool((starts[1:] < ends[:-1]).any())
+        ends = displ + length
+        if (ends[:-1] <= displ[1:]).all() or (ends[1:] <= displ[:-1]).all():
+            return False  # blocks in increasing (or decreasing) order, apart
+        return _intervals_overlap(displ, length)
 
     def signature_arrays(self, count: SupportsIndex = 1) -> tuple[npt.NDArray[np.int16], IntArray]:
         """:meth:`signature` as arrays: (index into :attr:`basics`, element count) per run."""
