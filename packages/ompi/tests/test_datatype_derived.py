@@ -509,3 +509,33 @@ def test_handles_compare_by_datatype_and_keep_classes():
     vector = mine.Create_vector(2, 1, 2)
     assert type(vector) is MyType and type(MyType.Create_struct([1], [0], [mpi.INT])) is MyType
     assert vector == Datatype(vector) and vector != mine.Create_vector(2, 1, 2)
+
+
+# -- absolute addresses (MPI.BOTTOM) ---------------------------------------------------------------
+
+
+def test_datatypes_of_absolute_addresses_reach_the_data_through_bottom():
+    from ompy.ompi.datatype.absolute import absolute_memory
+    from ompy.opal.datatype.convertor import Convertor
+
+    values, index = np.array([1.5, 2.5, 3.5]), np.array([7, 8], np.int32)
+    addresses = [MPI.Get_address(values), MPI.Get_address(index)]
+    struct = Datatype.Create_struct([3, 2], addresses, [mpi.DOUBLE, mpi.INT]).Commit()
+    view, origin = absolute_memory(struct.layout, 1, "Send")
+    sent = bytes(Convertor(struct.layout.description, view, origin, 1).pack_all())
+    assert sent == values.tobytes() + index.tobytes()
+    values_in, index_in = np.zeros(3), np.zeros(2, np.int32)
+    addresses = [MPI.Get_address(values_in), MPI.Get_address(index_in)]
+    target = Datatype.Create_struct([3, 2], addresses, [mpi.DOUBLE, mpi.INT]).Commit()
+    view, origin = absolute_memory(target.layout, 1, "Recv")
+    Convertor(target.layout.description, view, origin, 1).unpack_all(sent)
+    assert values_in.tolist() == [1.5, 2.5, 3.5] and index_in.tolist() == [7, 8]
+    assert absolute_memory(target.layout, 0, "Recv") == (memoryview(bytearray()), 0)
+
+
+def test_small_displacements_with_bottom_are_not_addresses():
+    from ompy.ompi.datatype.absolute import absolute_memory
+
+    vector = mpi.INT.Create_vector(2, 1, 2).Commit()
+    klass, message = error_class(absolute_memory, vector.layout, 1, "Send")
+    assert klass == errors.ERR_BUFFER and "MPI.Get_address" in message and "Send" in message
