@@ -63,6 +63,8 @@ class Layout:
     size: int = attrs.field(init=False)
     extent: int = attrs.field(init=False)
     lb: int = attrs.field(init=False)
+    #: Whether one element covers some byte twice (computed on first use).
+    _self_overlap: bool | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         description = self.description
@@ -107,6 +109,20 @@ class Layout:
     def is_predefined(self) -> bool:
         """mpi4py's ``is_predefined``: named, or a parametrized Fortran or value/index type."""
         return self.envelope.combiner in PREDEFINED_COMBINERS
+
+    def overlaps(self, count: int) -> bool:
+        """Whether ``count`` elements cover some byte twice (data cannot be received or
+        unpacked into such a layout).  One element's answer is kept; more elements only need
+        the full check when consecutive elements come closer than their data's span."""
+        if count <= 0:
+            return False
+        if self._self_overlap is None:
+            self._self_overlap = bool(self.description.overlaps(1))
+        if self._self_overlap:
+            return True
+        if count <= 1 or abs(self.extent) >= self.true_extent:
+            return False
+        return bool(self.description.overlaps(count))
 
     @property
     def freed(self) -> bool:
