@@ -539,3 +539,20 @@ def test_small_displacements_with_bottom_are_not_addresses():
     vector = mpi.INT.Create_vector(2, 1, 2).Commit()
     klass, message = error_class(absolute_memory, vector.layout, 1, "Send")
     assert klass == errors.ERR_BUFFER and "MPI.Get_address" in message and "Send" in message
+
+
+def test_the_predefined_element_of_a_derived_datatype():
+    """What a reduction with a predefined operation computes on (None: mixed or no data)."""
+    pairs = mpi.DOUBLE_INT.Create_vector(3, 1, 2).Create_resized(0, 100).Dup()
+    assert pairs.layout.element_layout() is mpi.DOUBLE_INT.layout
+    doubles = Datatype.Create_struct(
+        [2, 0, 1], [0, 100, 40], [mpi.DOUBLE, mpi.INT, mpi.DOUBLE.Create_contiguous(3)]
+    )
+    assert doubles.layout.element_layout() is mpi.DOUBLE.layout
+    mixed = Datatype.Create_struct([1, 1], [0, 8], [mpi.DOUBLE, mpi.INT])
+    assert mixed.layout.element_layout() is None
+    assert mpi.INT.Create_contiguous(0).layout.element_layout() is None
+    assert mpi.INT.layout.element_layout() is mpi.INT.layout
+    assert Datatype.Create_f90_real(6, 30).layout.element_layout() is mpi.REAL4.layout
+    pair = Datatype.Get_value_index(mpi.FLOAT, mpi.SHORT)
+    assert pair.Create_contiguous(2).layout.element_layout() is pair.layout

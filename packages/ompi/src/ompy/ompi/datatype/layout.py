@@ -26,7 +26,7 @@ from ompy.opal.datatype.description import Description
 from ..attributes import AttributeSet
 from ..errors import ERR_TYPE
 from ..errors import Exception as MPIException
-from .envelope import COMBINER_NAMED, PREDEFINED_COMBINERS, Envelope
+from .envelope import COMBINER_NAMED, COMBINER_VALUE_INDEX, PREDEFINED_COMBINERS, Envelope
 
 #: Longest name a datatype keeps, terminator included (``MPI_MAX_OBJECT_NAME``).
 MAX_NAME: Final = 64
@@ -59,6 +59,9 @@ class Layout:
     refs: int = 1
     #: The attributes cached on the datatype (``Datatype.Set_attr``).
     attributes: AttributeSet = attrs.field(factory=AttributeSet, repr=False)
+    #: For a derived datatype, the predefined one all of it is made of (a vector of
+    #: ``DOUBLE_INT`` pairs: ``DOUBLE_INT``), if there is one; see :meth:`element_layout`.
+    element: Layout | None = attrs.field(default=None, repr=False)
     # Read from the description once (the message path asks for them on every call).
     size: int = attrs.field(init=False)
     extent: int = attrs.field(init=False)
@@ -123,6 +126,14 @@ class Layout:
         if count <= 1 or abs(self.extent) >= self.true_extent:
             return False
         return bool(self.description.overlaps(count))
+
+    def element_layout(self) -> Layout | None:
+        """The predefined datatype every element of this one is made of, or None (mixed, or
+        no data): itself for a predefined one.  A reduction with a predefined operation
+        applies that operation to these elements, so this is what it checks and computes on."""
+        if self.envelope.combiner in (COMBINER_NAMED, COMBINER_VALUE_INDEX):
+            return self
+        return self.element
 
     @property
     def freed(self) -> bool:
