@@ -217,7 +217,7 @@ def _derived_spec(
 ) -> BufferSpec:
     """The spec of ``count`` elements of a non-contiguous datatype: a convertor over ``buffer``."""
     description = datatype.layout.description
-    if not readonly and description.overlaps():
+    if not readonly and description.overlaps(count):
         raise MPIException(
             ERR_TYPE,
             f"message: the receive datatype {datatype.Get_name() or '(derived)'} covers some "
