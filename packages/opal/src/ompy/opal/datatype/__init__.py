@@ -7,6 +7,7 @@ numpy copies.
 """
 
 from ompy.opal.datatype.basic import BASICS, Basic
+from ompy.opal.datatype.convertor import Convertor
 from ompy.opal.datatype.description import Description
 
-__all__ = ["BASICS", "Basic", "Description"]
+__all__ = ["BASICS", "Basic", "Convertor", "Description"]

@@ -23,13 +23,16 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from ompy.opal.datatype.basic import Basic
+
+if TYPE_CHECKING:
+    from ompy.opal.datatype.convertor import Plan
 
 IntArray = npt.NDArray[np.int64]
 
@@ -180,6 +183,13 @@ class Description:
         displ.flags.writeable = False
         length.flags.writeable = False
         return displ, length
+
+    @functools.cached_property
+    def plan(self) -> Plan:
+        """The convertor's compiled copy plan for this layout (built on first use)."""
+        from ompy.opal.datatype.convertor import Plan
+
+        return Plan.compile(self)
 
     @functools.cached_property
     def is_contiguous(self) -> bool:
