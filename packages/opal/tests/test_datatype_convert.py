@@ -11,13 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ompy.opal.datatype.arch import EXTERNAL32, Arch, LongDouble
+from ompy.opal.datatype.basic import BASICS, Basic
 from ompy.opal.datatype.convert import (
     convert,
+    convert_description,
     external32_size,
     needs_conversion,
     packed_size,
     whole_elements,
 )
+from ompy.opal.datatype.description import Description
 
 LOCAL = Arch.local()
 OTHER_ORDER = "big" if LOCAL.byteorder == "little" else "little"
@@ -25,42 +28,27 @@ SWAPPED = LOCAL.with_byteorder(OTHER_ORDER)
 X87 = LOCAL.long_double is LongDouble.X87
 
 
-@attrs.frozen
-class Elem:
-    """An element type: its C name, kind, size here and numpy dtype here."""
-
-    name: str
-    kind: str
-    size: int
-    dtype: np.dtype = attrs.field(eq=False, hash=False)
-
-
-def _elem(name: str, kind: str, code: str) -> Elem:
-    dtype = np.dtype(code)
-    return Elem(name, kind, dtype.itemsize, dtype)
-
-
-CHAR = _elem("char", "char", "S1")
-SCHAR = _elem("signed char", "signed", "b")
-SHORT = _elem("short", "signed", "h")
-INT = _elem("int", "signed", "i")
-LONG = _elem("long", "signed", "l")
-ULONG = _elem("unsigned long", "unsigned", "L")
-LLONG = _elem("long long", "signed", "q")
-FLOAT = _elem("float", "float", "f")
-DOUBLE = _elem("double", "float", "d")
-LDOUBLE = _elem("long double", "float", "g")
-BOOL = _elem("bool", "bool", "?")
-WCHAR = _elem("wchar_t", "char", "U1")
-CFLOAT = _elem("float _Complex", "complex", "F")
-CDOUBLE = _elem("double _Complex", "complex", "D")
-CLDOUBLE = _elem("long double _Complex", "complex", "G")
-INT16 = _elem("int16_t", "signed", "i2")
-UINT64 = _elem("uint64_t", "unsigned", "u8")
-HALF = _elem("float16", "float", "e")
-BYTE = _elem("byte", "byte", "B")
-AINT = _elem("aint", "signed", "i8")
-LOGICAL = _elem("logical", "bool", "i4")
+CHAR = BASICS["char"]
+SCHAR = BASICS["signed char"]
+SHORT = BASICS["short"]
+INT = BASICS["int"]
+LONG = BASICS["long"]
+ULONG = BASICS["unsigned long"]
+LLONG = BASICS["long long"]
+FLOAT = BASICS["float"]
+DOUBLE = BASICS["double"]
+LDOUBLE = BASICS["long double"]
+BOOL = BASICS["bool"]
+WCHAR = BASICS["wchar_t"]
+CFLOAT = BASICS["float _Complex"]
+CDOUBLE = BASICS["double _Complex"]
+CLDOUBLE = BASICS["long double _Complex"]
+INT16 = BASICS["int16_t"]
+UINT64 = BASICS["uint64_t"]
+HALF = BASICS["float16"]
+BYTE = BASICS["byte"]
+AINT = BASICS["aint"]
+LOGICAL = BASICS["LOGICAL"]
 
 ALL = [
     CHAR,
@@ -87,7 +75,7 @@ ALL = [
 ]
 
 
-def _as_dtype(elem: Elem, arch: Arch) -> np.dtype:
+def _as_dtype(elem: Basic, arch: Arch) -> np.dtype:
     """numpy's dtype of ``elem`` in ``arch`` (for the types numpy can express there)."""
     size = arch.size_of(elem)
     letter = {"signed": "i", "unsigned": "u", "float": "f", "complex": "c", "bool": "u"}
@@ -98,7 +86,7 @@ def _as_dtype(elem: Elem, arch: Arch) -> np.dtype:
     return np.dtype(f"u{size}")
 
 
-def _stream(parts: list[tuple[Elem, np.ndarray]]) -> tuple[bytes, list[tuple[Elem, int]]]:
+def _stream(parts: list[tuple[Basic, np.ndarray]]) -> tuple[bytes, list[tuple[Basic, int]]]:
     """A packed stream of local elements and its signature."""
     return b"".join(a.tobytes() for _, a in parts), [(e, len(a)) for e, a in parts]
 
@@ -280,7 +268,7 @@ FITS_EXTERNAL32 = {
 }
 
 
-def _values(elem: Elem, count: int, data: st.DataObject) -> np.ndarray:
+def _values(elem: Basic, count: int, data: st.DataObject) -> np.ndarray:
     dtype = elem.dtype
     if elem.kind in ("signed", "unsigned"):
         info = np.iinfo(dtype)
@@ -318,7 +306,9 @@ runs = st.lists(st.tuples(st.sampled_from(ALL), st.integers(0, 6)), max_size=25)
 
 @settings(max_examples=60, deadline=None)
 @given(layout=runs, data=st.data())
-def test_round_trip_through_external32(layout: list[tuple[Elem, int]], data: st.DataObject) -> None:
+def test_round_trip_through_external32(
+    layout: list[tuple[Basic, int]], data: st.DataObject
+) -> None:
     parts = [(elem, _values(elem, count, data)) for elem, count in layout]
     stream, signature = _stream(parts)
     if any(e.name in ("long double", "long double _Complex") for e, _ in signature) and not X87:
@@ -332,7 +322,7 @@ def test_round_trip_through_external32(layout: list[tuple[Elem, int]], data: st.
 @settings(max_examples=60, deadline=None)
 @given(layout=runs, data=st.data())
 def test_round_trip_through_the_other_byte_order(
-    layout: list[tuple[Elem, int]], data: st.DataObject
+    layout: list[tuple[Basic, int]], data: st.DataObject
 ) -> None:
     parts = [(elem, _values(elem, count, data)) for elem, count in layout]
     stream, signature = _stream(parts)
@@ -351,3 +341,27 @@ def test_ctypes_agrees_with_the_swapped_layout() -> None:
     value = ctypes.c_int(0x01020304)
     swapped = convert(bytes(value), [(INT, 1)], LOCAL, SWAPPED)
     assert bytes(swapped) == bytes(value)[::-1]
+
+
+def test_every_basic_has_a_size_in_every_architecture() -> None:
+    for basic in BASICS.values():
+        assert LOCAL.size_of(basic) == basic.size
+        assert EXTERNAL32.size_of(basic) >= 1
+
+
+def test_a_description_converts_without_a_python_signature() -> None:
+    pair = Description.struct(
+        [1, 2], [0, 8], [Description.of_basic(DOUBLE), Description.of_basic(INT)]
+    )
+    count = 1000
+    rng = np.random.default_rng(5)
+    record = np.dtype([("x", "f8"), ("i", "i4", 2)])
+    values = np.zeros(count, record)
+    values["x"] = rng.standard_normal(count)
+    values["i"] = rng.integers(-(2**31), 2**31, (count, 2))
+    packed = values.tobytes()
+    there = convert_description(packed, pair, count, LOCAL, EXTERNAL32)
+    assert bytes(there) == bytes(convert(packed, pair.signature(count), LOCAL, EXTERNAL32))
+    big = values.astype(np.dtype([("x", ">f8"), ("i", ">i4", 2)]))
+    assert bytes(there) == big.tobytes()
+    assert bytes(convert_description(there, pair, count, EXTERNAL32, LOCAL)) == packed

@@ -27,7 +27,7 @@ repeated a million times costs a few array operations per distinct element type.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -115,41 +115,79 @@ def convert(
     buffer.  ``ValueError`` (naming the type) for a value or a format the target cannot hold.
     """
     runs = _check_runs(signature)
+    basics: dict[Any, int] = {}
+    for basic, _count in runs:
+        basics.setdefault(basic, len(basics))
+    run_basic = np.fromiter((basics[b] for b, _ in runs), dtype=np.int64, count=len(runs))
+    counts = np.fromiter((count for _, count in runs), dtype=np.int64, count=len(runs))
+    return convert_runs(data, list(basics), run_basic, counts, source=source, target=target)
+
+
+def convert_description(
+    data: memoryview | bytes | bytearray,
+    description: Any,
+    count: int,
+    source: Arch,
+    target: Arch,
+) -> memoryview:
+    """:func:`convert` for the packed stream of ``count`` elements of ``description`` (a
+    :class:`~ompy.opal.datatype.description.Description`), without building its signature as
+    Python objects: a struct type repeated a million times stays a few array operations."""
+    run_basic, counts = description.signature_arrays(count)
+    return convert_runs(data, description.basics, run_basic, counts, source=source, target=target)
+
+
+def convert_runs(
+    data: memoryview | bytes | bytearray,
+    basics: Sequence[Any],
+    run_basic: np.ndarray,
+    counts: np.ndarray,
+    *,
+    source: Arch,
+    target: Arch,
+) -> memoryview:
+    """:func:`convert` for a signature given as arrays: run ``i`` holds ``counts[i]`` elements
+    of ``basics[run_basic[i]]`` (what ``Description.signature_arrays`` returns)."""
     view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
-    kinds: dict[Element, tuple[int, int]] = {}
-    for basic, _count in runs:
-        if basic not in kinds:
-            kinds[basic] = (source.size_of(basic), target.size_of(basic))
-    src_total = sum(kinds[basic][0] * count for basic, count in runs)
+    run_basic = np.asarray(run_basic, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.size and counts.min() < 0:
+        raise ValueError("a signature run has a negative count")
+    present = np.unique(run_basic[counts > 0]).tolist()
+    src_size = np.zeros(len(basics), dtype=np.int64)
+    tgt_size = np.zeros(len(basics), dtype=np.int64)
+    for number in present:
+        src_size[number] = source.size_of(basics[number])
+        tgt_size[number] = target.size_of(basics[number])
+    src_bytes = counts * src_size[run_basic]
+    src_total = int(src_bytes.sum())
     if view.nbytes != src_total:
         raise ValueError(
             f"the packed data holds {view.nbytes} bytes, but the signature takes {src_total} "
             f"bytes in the source architecture"
         )
-    if source == target or all(_same_representation(b, source, target) for b in kinds):
+    if source == target or all(
+        _same_representation(basics[number], source, target) for number in present
+    ):
         return view
     src = np.frombuffer(view, dtype=np.uint8)
-    if len(runs) == 1:
-        basic, count = runs[0]
-        return _as_view(_converter(basic, source, target)(src, count))
-
-    counts = np.fromiter((count for _, count in runs), dtype=np.int64, count=len(runs))
-    src_sizes = np.fromiter((kinds[b][0] for b, _ in runs), dtype=np.int64, count=len(runs))
-    tgt_sizes = np.fromiter((kinds[b][1] for b, _ in runs), dtype=np.int64, count=len(runs))
-    src_offsets = _exclusive_cumsum(counts * src_sizes)
-    tgt_offsets = _exclusive_cumsum(counts * tgt_sizes)
-    out = np.empty(int((counts * tgt_sizes).sum()), dtype=np.uint8)
-    index = {basic: number for number, basic in enumerate(kinds)}
-    run_kind = np.fromiter((index[b] for b, _ in runs), dtype=np.int64, count=len(runs))
-    for number, (basic, (src_size, tgt_size)) in enumerate(kinds.items()):
-        which = run_kind == number
-        convert_elements = _converter(basic, source, target)
+    if len(present) == 1:
+        basic = basics[present[0]]
+        return _as_view(_converter(basic, source, target)(src, int(counts.sum())))
+    tgt_bytes = counts * tgt_size[run_basic]
+    src_offsets = _exclusive_cumsum(src_bytes)
+    tgt_offsets = _exclusive_cumsum(tgt_bytes)
+    out = np.empty(int(tgt_bytes.sum()), dtype=np.uint8)
+    for number in present:
+        basic = basics[number]
+        which = (run_basic == number) & (counts > 0)
         these = counts[which]
-        total = int(these.sum())
-        gathered = _gather(src, src_offsets[which], these, src_size)
-        _scatter(out, tgt_offsets[which], these, tgt_size, convert_elements(gathered, total))
+        convert_elements = _converter(basic, source, target)
+        gathered = _gather(src, src_offsets[which], these, int(src_size[number]))
+        converted = convert_elements(gathered, int(these.sum()))
+        _scatter(out, tgt_offsets[which], these, int(tgt_size[number]), converted)
     return _as_view(out)
 
 
