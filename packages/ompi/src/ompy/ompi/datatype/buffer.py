@@ -185,7 +185,7 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
         count = _whole_elements(length - displ * extent, extent, datatype, obj, displ)
     offset = displ * extent
     if not layout.contiguous and count:
-        return _derived_spec(obj, buffer, offset, count, datatype, readonly)
+        return _derived_spec(obj, buffer, offset, count, datatype, readonly=readonly)
     nbytes = count * extent
     if offset + nbytes > length:
         raise ValueError(
@@ -212,8 +212,25 @@ def _usable_layout(datatype: Datatype) -> Layout:
     return layout
 
 
+def spec_of(
+    buffer: memoryview, offset: int, count: int, datatype: Datatype, *, readonly: bool = True
+) -> BufferSpec:
+    """The spec of ``count`` elements of ``datatype`` from byte ``offset`` of ``buffer`` (a
+    flat byte view): a view when the layout is contiguous, else a convertor."""
+    layout = _usable_layout(datatype)
+    if layout.contiguous or not count:
+        nbytes = count * layout.size
+        if offset + nbytes > buffer.nbytes:
+            raise ValueError(
+                f"message: {count} x {datatype.Get_name()} at byte {offset} does not fit in the "
+                f"buffer of {buffer.nbytes} bytes"
+            )
+        return BufferSpec(buffer[offset : offset + nbytes], count, datatype, buffer, offset)
+    return _derived_spec(buffer, buffer, offset, count, datatype, readonly=readonly)
+
+
 def _derived_spec(
-    obj: Any, buffer: memoryview, offset: int, count: int, datatype: Datatype, readonly: bool
+    obj: Any, buffer: memoryview, offset: int, count: int, datatype: Datatype, *, readonly: bool
 ) -> BufferSpec:
     """The spec of ``count`` elements of a non-contiguous datatype: a convertor over ``buffer``."""
     description = datatype.layout.description

@@ -55,7 +55,7 @@ def packed_prefix(convertor: Convertor, nbytes: int) -> memoryview:
     return out
 
 
-def packed_descriptor(
+def packed_descriptor(  # noqa: PLR0917 (called per fragment: positional is cheapest)
     btl: Any, convertor: Convertor, position: int, end: int, reserve: int, flags: Any
 ) -> Any:
     """A descriptor of ``reserve`` header bytes then the packed bytes from ``position`` on.
