@@ -22,6 +22,7 @@ from ompy.opal.datatype.arch import (
     PeerArchs,
     is_fixed,
     presented,
+    presenting_ranks,
 )
 from ompy.opal.mca.params import ParamValueError, Registry
 from ompy.opal.modex import InMemoryModex, ModexError
@@ -154,6 +155,23 @@ def test_presented_follows_the_parameter() -> None:
     assert presented(_registry(opal_arch_byteorder="little")).byteorder == "little"
     with pytest.raises(ParamValueError, match=BYTEORDER_PARAM):
         presented(_registry(opal_arch_byteorder="middle"))
+
+
+def test_presented_only_by_the_chosen_ranks() -> None:
+    local = Arch.local()
+    registry = _registry(opal_arch_byteorder="big", opal_arch_byteorder_ranks="2, 4")
+    assert [presented(registry, rank).byteorder for rank in range(5)] == [
+        local.byteorder,
+        local.byteorder,
+        "big",
+        local.byteorder,
+        "big",
+    ]
+    assert presenting_ranks(registry) == (2, 4)
+    for bad in ("two", "-1"):
+        registry = _registry(opal_arch_byteorder="big", opal_arch_byteorder_ranks=bad)
+        with pytest.raises(ParamValueError, match="opal_arch_byteorder_ranks"):
+            presented(registry, 0)
 
 
 def test_peer_archs_read_the_modex_once() -> None:

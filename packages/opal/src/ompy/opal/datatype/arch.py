@@ -40,13 +40,15 @@ from typing import Any, Final, Protocol
 import attrs
 import numpy as np
 
-from ..mca.params import ParamType, Registry
+from ..mca.params import ParamType, ParamValueError, Registry
 
 #: The modex key under which every process publishes :meth:`Arch.encode`.
 MODEX_KEY: Final = "opal.arch"
 
 #: The MCA parameter that makes a process present a foreign byte order.
 BYTEORDER_PARAM: Final = "opal_arch_byteorder"
+#: The ranks it applies to (empty: every rank), so one ``ompy run --mca`` makes a mixed job.
+BYTEORDER_RANKS_PARAM: Final = "opal_arch_byteorder_ranks"
 
 BYTEORDERS: Final = ("little", "big")
 
@@ -359,7 +361,7 @@ EXTERNAL32: Final = Arch(
 
 
 def register_params(registry: Registry) -> None:
-    """Register ``opal_arch_byteorder`` (layer-wide, opal)."""
+    """Register ``opal_arch_byteorder`` and ``opal_arch_byteorder_ranks`` (layer-wide, opal)."""
     registry.register(
         BYTEORDER_PARAM,
         ParamType.ENUM,
@@ -371,14 +373,45 @@ def register_params(registry: Registry) -> None:
         choices=("native", *BYTEORDERS),
         scope=("opal", ""),
     )
+    registry.register(
+        BYTEORDER_RANKS_PARAM,
+        ParamType.LIST,
+        (),
+        "The job ranks opal_arch_byteorder applies to, comma-separated (empty: every rank); "
+        "'ompy run -n 3 --mca opal_arch_byteorder big --mca opal_arch_byteorder_ranks 2' makes "
+        "rank 2 a simulated big-endian peer of two native ones",
+        level=9,
+        scope=("opal", ""),
+    )
 
 
-def presented(registry: Registry) -> Arch:
-    """The architecture this process publishes: the local one, in ``opal_arch_byteorder``."""
+def presented(registry: Registry, rank: int = 0) -> Arch:
+    """The architecture process ``rank`` of its job publishes: the local one, in the byte order
+    ``opal_arch_byteorder`` asks for when ``opal_arch_byteorder_ranks`` includes ``rank``."""
     register_params(registry)
     local = Arch.local()
     order = registry.get(BYTEORDER_PARAM)
-    return local if order == "native" else local.with_byteorder(order)
+    if order == "native":
+        return local
+    chosen = presenting_ranks(registry)
+    if chosen and rank not in chosen:
+        return local
+    return local.with_byteorder(order)
+
+
+def presenting_ranks(registry: Registry) -> tuple[int, ...]:
+    """The ranks ``opal_arch_byteorder`` applies to (empty: every rank)."""
+    register_params(registry)
+    ranks = registry.resolve(BYTEORDER_RANKS_PARAM)
+    try:
+        chosen = tuple(sorted({int(item) for item in ranks.value}))
+    except ValueError:
+        chosen = (-1,)
+    if any(rank < 0 for rank in chosen):
+        raise ParamValueError(
+            BYTEORDER_RANKS_PARAM, ranks.text, ranks.source, "a comma-separated list of ranks"
+        )
+    return chosen
 
 
 # -- every peer's architecture --------------------------------------------------------------------
