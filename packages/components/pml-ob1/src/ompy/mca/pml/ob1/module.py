@@ -49,6 +49,7 @@ from .headers import (
     TYPE_RGET,
     TYPE_RNDV,
 )
+from .hetero import ConvertedRecv, typed, wire_stream
 from .packing import PackedTarget
 from .receiver import RecvSide
 from .requests import Message, ProbeStatus, RecvRequest, SendRequest
@@ -83,6 +84,11 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
     ) -> None:
         self.context = context
         self.engine = context.progress
+        #: Every process's architecture; ``raw_views`` turns false once a peer differs.
+        self.archs = context.archs
+        self.raw_views = True
+        #: The representation this process's typed data must leave in, if not its memory's.
+        self._outgoing = context.archs.outgoing()
         self.selected_bml = bml
         self.bml = bml.module
         self.depth = depth
@@ -127,6 +133,9 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             self._peers[proc.rank] = endpoint
             if proc.same_process(self.context.proc):
                 self._self_peer = endpoint
+        archs = self.archs
+        if self._outgoing is not None or any(archs.foreign(proc.rank) for proc in procs):
+            self.raw_views = False  # typed data is converted from now on (see .hetero)
         if self.log.isEnabledFor(logging.INFO):
             self.log.info("%s", ", ".join(repr(self._peers[proc.rank]) for proc in procs))
 
@@ -176,6 +185,10 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
     # -- requests ---------------------------------------------------------------------------
 
     def isend(self, spec: Any, dest: int, tag: int, comm: Any, mode: SendMode) -> SendRequest:
+        if not self.raw_views and self._outgoing is not None and typed(spec):
+            return self.isend_view(
+                wire_stream(spec, self.archs, self._outgoing), dest, tag, comm, mode
+            )
         convertor = spec.convertor
         if convertor is not None:
             return self._isend_packed(convertor, dest, tag, comm, mode)
@@ -321,7 +334,10 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         request.complete = True
         return request
 
-    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> RecvRequest:
+    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> Any:
+        if not self.raw_views and typed(spec):  # staged as sent, converted, unpacked
+            inner = self.irecv_view(None, source, tag, comm)
+            return ConvertedRecv(inner, spec, comm.pml_state, self.archs)
         convertor = spec.convertor
         if convertor is not None:  # a non-contiguous layout: fragments unpack where they land
             return self.irecv_view(PackedTarget(convertor), source, tag, comm)
@@ -372,7 +388,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             message = state.matching.mprobe(source, tag)
         return message
 
-    def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> RecvRequest:
+    def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> Any:
         """Receive a message ``improbe`` took; ``spec`` None: a buffer of the message's size."""
         if not isinstance(message, Message):
             raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")
@@ -380,6 +396,10 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             raise MPIException(ERR_OTHER, f"{message!r} was already received")
         if message.ctx not in self._comms:
             raise MPIException(ERR_COMM, f"the communicator of {message!r} was freed")
+        if spec is not None and not self.raw_views and typed(spec):
+            return ConvertedRecv(
+                self.imrecv(None, message), spec, self._comms[message.ctx], self.archs
+            )
         message.consumed = True
         view: memoryview | PackedTarget | None = None
         if spec is not None:
