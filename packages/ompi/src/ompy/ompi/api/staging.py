@@ -112,7 +112,11 @@ class Staging:
             if datatype is spec.datatype:
                 return spec
             return BufferSpec(spec.view, spec.count * per, datatype, spec.buffer, spec.offset)
-        if reduce and datatype is spec.datatype:
+        if (
+            reduce
+            and datatype is spec.datatype
+            and convertor.description is datatype.layout.description
+        ):
             # A predefined pair type: the op kernels read whole padded elements in place.
             end = spec.offset + spec.count * datatype.extent
             view = spec.buffer[spec.offset : end]
