@@ -31,7 +31,6 @@ from typing import Any, Final, SupportsIndex
 import attrs
 import numpy as np
 import numpy.typing as npt
-from numpy.lib.stride_tricks import as_strided
 
 from ompy.opal.datatype.description import Description
 
@@ -53,15 +52,24 @@ def _unit(length: int) -> int:
     return 1
 
 
+#: The unsigned integer dtype of each copy unit width.
+_UNIT_DTYPES: Final = {width: np.dtype(f"u{width}") for width in (1, 2, 4, 8)}
+
+
 def _strided(
     buf: U8, base: int, shape: Sequence[int], strides: Sequence[int], length: int
 ) -> np.ndarray:
-    """A view of blocks of ``length`` bytes on a grid in ``buf`` (first block at ``base``)."""
+    """A view of blocks of ``length`` bytes on a grid in ``buf`` (first block at ``base``).
+
+    numpy checks that every block lies inside ``buf``.
+    """
     width = _unit(length)
-    first = buf[base : base + width].view(f"u{width}")
-    if length == width:
-        return as_strided(first, shape=tuple(shape), strides=tuple(strides))
-    return as_strided(first, shape=(*shape, length // width), strides=(*strides, width))
+    if length != width:
+        shape = (*shape, length // width)
+        strides = (*strides, width)
+    return np.ndarray(
+        tuple(shape), dtype=_UNIT_DTYPES[width], buffer=buf, offset=base, strides=tuple(strides)
+    )
 
 
 def _simplify(
@@ -100,11 +108,13 @@ def _copy_grid(src: Side, dst: Side, shape: Sequence[int], length: int) -> None:
 def _rows(buf: U8, length: int) -> np.ndarray:
     """Every ``length``-byte window of ``buf`` as a row (row ``k`` starts at byte ``k``)."""
     width = _unit(length)
-    first = buf[:width].view(f"u{width}")
     rows = len(buf) - length + 1
     if length == width:
-        return as_strided(first, shape=(rows,), strides=(1,))
-    return as_strided(first, shape=(rows, length // width), strides=(1, width))
+        shape: tuple[int, ...] = (rows,)
+        strides: tuple[int, ...] = (1,)
+    else:
+        shape, strides = (rows, length // width), (1, width)
+    return np.ndarray(shape, dtype=_UNIT_DTYPES[width], buffer=buf, offset=0, strides=strides)
 
 
 def _copy_rows(src: U8, src_offsets: IntArray, dst: U8, dst_offsets: IntArray, length: int) -> None:
@@ -144,25 +154,34 @@ def _copy_blocks(
 
 
 def _grid_of(displ: IntArray) -> tuple[list[int], list[int]] | None:
-    """``(shape, strides)`` when ``displ - displ[0]`` enumerates a regular grid in C order."""
+    """``(shape, strides)`` when ``displ - displ[0]`` enumerates a regular grid in C order.
+
+    The innermost dimension is the first run of equal steps; every row of that length must
+    repeat the first row's pattern, and the rows' starts must form a grid in turn.
+    """
     shape: list[int] = []
     strides: list[int] = []
-    rest = displ - displ[0]
+    rest = displ
     while len(rest) > 1:
         if len(shape) == MAX_GRID_DIMS:
             return None
         steps = np.diff(rest)
         stride = int(steps[0])
-        breaks = np.flatnonzero(steps != stride)
-        inner = len(rest) if len(breaks) == 0 else int(breaks[0]) + 1
+        uneven = steps != stride
+        first_break = int(uneven.argmax())
+        inner = len(rest) if not uneven[first_break] else first_break + 1
         if len(rest) % inner:
             return None
-        rows = rest.reshape(-1, inner)
-        if not np.array_equal(rows - rows[:, :1], np.broadcast_to(rows[0], rows.shape)):
-            return None
+        if inner < len(rest):
+            rows = rest.reshape(-1, inner)
+            pattern = rows[0] - rows[0, 0]
+            if not np.array_equal(rows - rows[:, :1], np.broadcast_to(pattern, rows.shape)):
+                return None
+            rest = rows[:, 0]
+        else:
+            rest = rest[:1]
         shape.insert(0, inner)
         strides.insert(0, stride)
-        rest = rows[:, 0]
     return shape, strides
 
 
@@ -214,21 +233,8 @@ class Plan:
         self, buffer: U8, base: int, count: int, stream: U8, offset: int, *, pack: bool
     ) -> None:
         """Move ``count`` whole elements, the first at byte ``base`` of ``buffer``, to or from
-        ``stream`` starting at its byte ``offset``."""
+        ``stream`` starting at its byte ``offset`` (irregular layouts; grids use :class:`Grid`)."""
         if count == 0 or self.size == 0:
-            return
-        if self.grid_shape is not None and self.grid_strides is not None:
-            length = int(self.block_len[0])
-            shape = (count, *self.grid_shape)
-            packed = [length] * len(self.grid_shape)
-            for dim in range(len(self.grid_shape) - 2, -1, -1):
-                packed[dim] = packed[dim + 1] * self.grid_shape[dim + 1]
-            typed = (self.extent, *self.grid_strides)
-            flat = (self.size, *packed)
-            first = base + int(self.block_displ[0])
-            user: Side = (buffer, first, typed)
-            packed_side: Side = (stream, offset, flat)
-            _copy_grid(*((user, packed_side) if pack else (packed_side, user)), shape, length)
             return
         starts = np.arange(count, dtype=np.int64)
         typed_offsets = ((base + starts * self.extent)[:, None] + self.block_displ).reshape(-1)
@@ -246,8 +252,8 @@ class Plan:
         or from ``stream`` starting at its byte ``offset``."""
         if start >= stop:
             return
-        first = int(np.searchsorted(self.block_end, start, side="right"))
-        last = int(np.searchsorted(self.block_pos, stop, side="left"))  # one past
+        first = int(self.block_end.searchsorted(start, side="right"))
+        last = int(self.block_pos.searchsorted(stop, side="left"))  # one past
         # The first and last blocks may be cut; those between are whole.
         for block in {first, last - 1}:
             lo = max(start, int(self.block_pos[block]))
@@ -261,16 +267,6 @@ class Plan:
         middle = slice(first + 1, last - 1)
         if middle.start >= middle.stop:
             return
-        if self.grid_shape is not None and len(self.grid_shape) == 1 and self.grid_strides:
-            # A vector: the whole blocks between are a shorter vector.
-            length = int(self.block_len[0])
-            typed = base + int(self.block_displ[middle.start])
-            packed = offset + int(self.block_pos[middle.start]) - start
-            shape = (middle.stop - middle.start,)
-            user: Side = (buffer, typed, self.grid_strides)
-            flat: Side = (stream, packed, (length,))
-            _copy_grid(*((user, flat) if pack else (flat, user)), shape, length)
-            return
         typed_offsets = base + self.block_displ[middle]
         packed_offsets = offset - start + self.block_pos[middle]
         lengths = self.block_len[middle]
@@ -278,6 +274,166 @@ class Plan:
             _copy_blocks(buffer, typed_offsets, stream, packed_offsets, lengths)
         else:
             _copy_blocks(stream, packed_offsets, buffer, typed_offsets, lengths)
+
+
+@attrs.frozen
+class Grid:
+    """``count`` elements of a regular layout as one grid of equal blocks, C order.
+
+    The element index is the outermost dimension, so the packed stream is simply the blocks
+    in order, ``length`` bytes each: a byte range of it is a head and a tail cut from single
+    blocks and, between them, at most two boxes per dimension, each one strided numpy copy.
+    Dimensions adjacent in memory are folded together first (into ``length`` when blocks
+    touch), so a vector of vectors with matching strides is one flat strided copy.
+    """
+
+    #: Byte of block (0, ..., 0) in the buffer.
+    base: int
+    shape: tuple[int, ...]
+    #: Byte strides of the dimensions in the buffer and in the packed stream.
+    typed: tuple[int, ...]
+    packed: tuple[int, ...]
+    #: Bytes of one block.
+    length: int
+    #: Blocks in one step of each dimension (the product of the inner dimensions' sizes).
+    inner: tuple[int, ...]
+
+    @classmethod
+    def of(cls, plan: Plan, origin: int, count: int) -> Grid | None:
+        """The grid of ``count`` elements of ``plan`` at ``origin``, if the layout is regular."""
+        if plan.grid_shape is None or plan.grid_strides is None or plan.size == 0:
+            return None
+        length = int(plan.block_len[0])
+        shape = (count, *plan.grid_shape)
+        packed = [length] * len(shape)
+        for dim in range(len(shape) - 2, -1, -1):
+            packed[dim] = packed[dim + 1] * shape[dim + 1]
+        dims, typed, flat, length = _simplify(
+            shape, (plan.extent, *plan.grid_strides), packed, length
+        )
+        if not dims:  # everything folded into one block
+            dims, typed, flat = [1], [length], [length]
+        inner = [1] * len(dims)
+        for dim in range(len(dims) - 2, -1, -1):
+            inner[dim] = inner[dim + 1] * dims[dim + 1]
+        return cls(
+            origin + int(plan.block_displ[0]),
+            tuple(dims),
+            tuple(typed),
+            tuple(flat),
+            length,
+            tuple(inner),
+        )
+
+    def address(self, block: int) -> int:
+        """Byte in the buffer where block number ``block`` (in packed order) starts."""
+        address = self.base
+        for dim in range(len(self.shape) - 1, -1, -1):
+            block, index = divmod(block, self.shape[dim])
+            address += index * self.typed[dim]
+        return address
+
+    def move(self, buffer: U8, position: int, stream: U8, *, pack: bool) -> None:
+        """Move packed bytes ``[position, position + len(stream))`` to or from ``stream``."""
+        length, nbytes = self.length, len(stream)
+        block, cut = divmod(position, length)
+        done = 0
+        if cut:
+            done = min(length - cut, nbytes)
+            _copy_slice(buffer, self.address(block) + cut, stream, 0, done, pack=pack)
+            block += 1
+        whole = (nbytes - done) // length
+        if whole:
+            self._boxes(
+                0,
+                block,
+                block + whole,
+                self.base,
+                buffer=buffer,
+                stream=stream,
+                offset=done,
+                pack=pack,
+            )
+            done += whole * length
+            block += whole
+        if done < nbytes:
+            _copy_slice(buffer, self.address(block), stream, done, nbytes - done, pack=pack)
+
+    def _boxes(
+        self,
+        dim: int,
+        first: int,
+        stop: int,
+        base: int,
+        *,
+        buffer: U8,
+        stream: U8,
+        offset: int,
+        pack: bool,
+    ) -> None:
+        """Move whole blocks ``[first, stop)`` of the sub-grid from dimension ``dim`` on (its
+        block 0 at byte ``base``) to or from ``stream`` from byte ``offset``."""
+        inner = self.inner[dim]
+        step = self.typed[dim]
+        top, head = divmod(first, inner)
+        end, tail = divmod(stop, inner)
+        if top == end:
+            self._boxes(
+                dim + 1,
+                head,
+                tail,
+                base + top * step,
+                buffer=buffer,
+                stream=stream,
+                offset=offset,
+                pack=pack,
+            )
+            return
+        if head:
+            self._boxes(
+                dim + 1,
+                head,
+                inner,
+                base + top * step,
+                buffer=buffer,
+                stream=stream,
+                offset=offset,
+                pack=pack,
+            )
+            offset += (inner - head) * self.length
+            top += 1
+        if end > top:
+            shape = (end - top, *self.shape[dim + 1 :])
+            typed = self.typed[dim:]
+            packed = self.packed[dim:]
+            user = _strided(buffer, base + top * step, shape, typed, self.length)
+            flat = _strided(stream, offset, shape, packed, self.length)
+            if pack:
+                np.copyto(flat, user)
+            else:
+                np.copyto(user, flat)
+            offset += (end - top) * inner * self.length
+        if tail:
+            self._boxes(
+                dim + 1,
+                0,
+                tail,
+                base + end * step,
+                buffer=buffer,
+                stream=stream,
+                offset=offset,
+                pack=pack,
+            )
+
+
+def _copy_slice(
+    buffer: U8, address: int, stream: U8, offset: int, nbytes: int, *, pack: bool
+) -> None:
+    """Copy ``nbytes`` adjacent bytes between the buffer and the stream."""
+    if pack:
+        stream[offset : offset + nbytes] = buffer[address : address + nbytes]
+    else:
+        buffer[address : address + nbytes] = stream[offset : offset + nbytes]
 
 
 def _flat_bytes(buffer: Any, what: str) -> memoryview:
@@ -302,7 +458,16 @@ class Convertor:
     view of the whole exported buffer); every byte of data must lie inside ``buffer``.
     """
 
-    __slots__ = ("_array", "_bytes", "count", "description", "origin", "packed_size", "plan")
+    __slots__ = (
+        "_array",
+        "_bytes",
+        "_grid",
+        "count",
+        "description",
+        "origin",
+        "packed_size",
+        "plan",
+    )
 
     def __init__(
         self, description: Description, buffer: Any, origin: SupportsIndex, count: SupportsIndex
@@ -318,6 +483,11 @@ class Convertor:
         self._array: U8 = np.frombuffer(self._bytes, dtype=np.uint8)
         self.plan = description.plan
         self.packed_size = self.count * description.size
+        self._grid = (
+            None
+            if self.plan.contiguous_at is not None
+            else Grid.of(self.plan, self.origin, self.count)
+        )
         if self.packed_size:
             span = (self.count - 1) * description.extent
             low = self.origin + description.true_lb + min(0, span)
@@ -407,6 +577,9 @@ class Convertor:
                 stream[:] = buffer[start : start + nbytes]
             else:
                 buffer[start : start + nbytes] = stream
+            return
+        if self._grid is not None:
+            self._grid.move(buffer, position, stream, pack=pack)
             return
         size, extent = plan.size, plan.extent
         element, start = divmod(position, size)

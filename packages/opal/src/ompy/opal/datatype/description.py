@@ -38,7 +38,18 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _read_only(value: Any, dtype: type[np.generic]) -> Any:
-    """A read-only 1-D copy of ``value`` as ``dtype``: a Description's arrays never change."""
+    """A read-only 1-D copy of ``value`` as ``dtype``: a Description's arrays never change.
+
+    An array that is already read-only, 1-D and of ``dtype`` (what the constructors hand over)
+    is taken as it is.
+    """
+    if (
+        isinstance(value, np.ndarray)
+        and value.dtype == dtype
+        and value.ndim == 1
+        and not value.flags.writeable
+    ):
+        return value
     array = np.array(value, dtype=dtype, copy=True).reshape(-1)
     array.flags.writeable = False
     return array
@@ -145,7 +156,7 @@ class Description:
             raise ValueError(f"run_basic indexes outside basics (there are {len(self.basics)})")
         if runs and self.run_count.min() < 1:
             raise ValueError("every run must hold at least one element")
-        if int((self.run_count * self._sizes[self.run_basic]).sum()) != self.size:
+        if int(self.run_bytes.sum()) != self.size:
             raise ValueError(f"size {self.size} is not the number of bytes the runs hold")
 
     # -- derived values -----------------------------------------------------------------------
@@ -168,7 +179,10 @@ class Description:
     @functools.cached_property
     def run_bytes(self) -> IntArray:
         """Per run: its length in bytes."""
-        lengths = self.run_count * self._sizes[self.run_basic]
+        if len(self.basics) == 1:
+            lengths = self.run_count * self.basics[0].size
+        else:
+            lengths = self.run_count * self._sizes[self.run_basic]
         lengths.flags.writeable = False
         return lengths
 
@@ -179,6 +193,9 @@ class Description:
         Runs of different basics that follow one another in memory and in typemap order are one
         block: copying bytes does not care about types.
         """
+        if len(self.basics) == 1:
+            # Runs of one basic are already merged wherever they touch.
+            return self.run_displ, self.run_bytes
         displ, length = merge_blocks(self.run_displ, self.run_bytes)
         displ.flags.writeable = False
         length.flags.writeable = False
@@ -239,7 +256,7 @@ class Description:
     def contiguous(self, count: SupportsIndex) -> Description:
         """``count`` elements one extent after another."""
         count = _count(count, "count")
-        return Description._build([(self, np.arange(count, dtype=np.int64) * self.extent)])
+        return self._blocks(np.array([count], dtype=np.int64), np.zeros(1, dtype=np.int64))
 
     def hvector(
         self, count: SupportsIndex, blocklength: SupportsIndex, stride: SupportsIndex
@@ -249,7 +266,9 @@ class Description:
         blocklength = _count(blocklength, "blocklength")
         stride = _index(stride, "stride")
         starts = np.arange(count, dtype=np.int64) * stride
-        return self.hindexed_block(blocklength, starts)
+        lengths = np.full(count, blocklength, dtype=np.int64)
+        # Consecutive blocks touch exactly when the stride is a block's length.
+        return self._blocks(lengths, starts, touching=stride == blocklength * self.extent)
 
     def hindexed(
         self,
@@ -266,7 +285,7 @@ class Description:
             )
         if len(lengths) and lengths.min() < 0:
             raise ValueError(f"blocklengths must be >= 0, got {int(lengths.min())}")
-        return Description._build([(self, self._block_offsets(lengths, displs))])
+        return self._blocks(lengths, displs)
 
     def hindexed_block(
         self,
@@ -277,7 +296,7 @@ class Description:
         blocklength = _count(blocklength, "blocklength")
         displs = _ints(displacements, "displacements")
         lengths = np.full(len(displs), blocklength, dtype=np.int64)
-        return Description._build([(self, self._block_offsets(lengths, displs))])
+        return self._blocks(lengths, displs)
 
     @staticmethod
     def struct(
@@ -314,6 +333,79 @@ class Description:
         extent = _index(extent, "extent")
         return attrs.evolve(self, lb=lb, ub=lb + extent, explicit_lb=True, explicit_ub=True)
 
+    def _blocks(
+        self, lengths: IntArray, displs: IntArray, touching: bool | None = None
+    ) -> Description:
+        """Blocks of ``lengths[i]`` copies of this element at byte ``displs[i]``.
+
+        When this element is one run with nothing between elements (a basic, a contiguous
+        type), each block is one run and the copies need not be enumerated: a vector of a
+        million doubles costs a few passes over arrays of its blocks.  ``touching`` says, when
+        the caller knows, whether all consecutive blocks are adjacent in memory or none are.
+        """
+        if len(self.run_displ) != 1 or self.extent != self.size:
+            return Description._build([(self, self._block_offsets(lengths, displs))])
+        keep = lengths > 0
+        if not keep.all():
+            lengths, displs = lengths[keep], displs[keep]
+        if len(lengths) == 0:
+            return Description._build([])
+        low = int(displs.min())
+        high = int((displs + (lengths - 1) * self.extent).max())
+        run_size = self.basics[0].size
+        start = displs + int(self.run_displ[0])
+        nbytes = lengths * (int(self.run_count[0]) * run_size)
+        if touching:
+            start, nbytes = start[:1], np.array([int(nbytes.sum())], dtype=np.int64)
+        elif touching is None:
+            start, nbytes = merge_blocks(start, nbytes)
+        counts = nbytes // run_size
+        bounds = Description._bounds([(self, low, high, int(lengths.sum()))])
+        for array in (start, counts):
+            array.flags.writeable = False
+        basic = np.zeros(len(start), dtype=np.int16)
+        basic.flags.writeable = False
+        return Description(self.basics, basic, start, counts, **bounds)
+
+    @staticmethod
+    def _bounds(parts: Iterable[tuple[Description, int, int, int]]) -> dict[str, Any]:
+        """Bounds and size of a typemap made of copies of parts.
+
+        ``parts[k] = (description, lowest copy displacement, highest, number of copies)``;
+        parts without copies contribute nothing.  MPI's rules for explicit markers apply (see
+        the module docstring).
+        """
+        explicit_lbs: list[int] = []
+        explicit_ubs: list[int] = []
+        lbs: list[int] = []
+        ubs: list[int] = []
+        true_lbs: list[int] = []
+        true_ubs: list[int] = []
+        size = 0
+        for part, low, high, copies in parts:
+            if copies == 0:
+                continue
+            if part.explicit_lb:
+                explicit_lbs.append(low + part.lb)
+            if part.explicit_ub:
+                explicit_ubs.append(high + part.ub)
+            if part.size > 0 or part.explicit_lb or part.explicit_ub:
+                lbs.append(low + part.lb)
+                ubs.append(high + part.ub)
+            if part.size > 0:
+                true_lbs.append(low + part.true_lb)
+                true_ubs.append(high + part.true_ub)
+                size += part.size * copies
+        return {
+            "lb": min(explicit_lbs) if explicit_lbs else min(lbs, default=0),
+            "ub": max(explicit_ubs) if explicit_ubs else max(ubs, default=0),
+            "true_lb": min(true_lbs, default=0),
+            "true_ub": max(true_ubs, default=0),
+            "size": size,
+            "explicit_lb": bool(explicit_lbs),
+            "explicit_ub": bool(explicit_ubs),
+        }
+
     def _block_offsets(self, lengths: IntArray, displs: IntArray) -> IntArray:
         """Displacement of every copy of this element: block ``i``'s ``j``-th at
         ``displs[i] + j * extent``, in typemap order."""
@@ -335,39 +427,21 @@ class Description:
         run_basic: list[npt.NDArray[np.int16]] = []
         run_displ: list[IntArray] = []
         run_count: list[IntArray] = []
-        explicit_lbs: list[int] = []
-        explicit_ubs: list[int] = []
-        lbs: list[int] = []
-        ubs: list[int] = []
-        true_lbs: list[int] = []
-        true_ubs: list[int] = []
-        size = 0
+        spans = []
         for part, offsets in parts:
             if len(offsets) == 0:
                 continue
-            low, high = int(offsets.min()), int(offsets.max())
-            has_entries = part.size > 0 or part.explicit_lb or part.explicit_ub
-            if part.explicit_lb:
-                explicit_lbs.append(low + part.lb)
-            if part.explicit_ub:
-                explicit_ubs.append(high + part.ub)
-            if has_entries:
-                lbs.append(low + part.lb)
-                ubs.append(high + part.ub)
+            spans.append((part, int(offsets.min()), int(offsets.max()), len(offsets)))
             if part.size == 0:
                 continue
-            true_lbs.append(low + part.true_lb)
-            true_ubs.append(high + part.true_ub)
-            size += part.size * len(offsets)
             remap = []
             for basic in part.basics:
                 if basic not in basics:
                     basics.append(basic)
                 remap.append(basics.index(basic))
-            runs = len(part.run_displ)
             run_basic.append(np.tile(np.array(remap, dtype=np.int16)[part.run_basic], len(offsets)))
             run_displ.append((offsets[:, None] + part.run_displ[None, :]).reshape(-1))
-            run_count.append(np.tile(part.run_count, len(offsets)) if runs else part.run_count)
+            run_count.append(np.tile(part.run_count, len(offsets)))
         if run_displ:
             sizes = np.array([basic.size for basic in basics], dtype=np.int64)
             merged = merge_runs(
@@ -378,20 +452,8 @@ class Description:
             )
         else:
             merged = (np.zeros(0, np.int16), np.zeros(0, np.int64), np.zeros(0, np.int64))
-        lb = min(explicit_lbs) if explicit_lbs else min(lbs, default=0)
-        ub = max(explicit_ubs) if explicit_ubs else max(ubs, default=0)
         return Description(
-            basics=tuple(basics),
-            run_basic=merged[0],
-            run_displ=merged[1],
-            run_count=merged[2],
-            lb=lb,
-            ub=ub,
-            true_lb=min(true_lbs, default=0),
-            true_ub=max(true_ubs, default=0),
-            size=size,
-            explicit_lb=bool(explicit_lbs),
-            explicit_ub=bool(explicit_ubs),
+            tuple(basics), merged[0], merged[1], merged[2], **Description._bounds(spans)
         )
 
     # -- queries ------------------------------------------------------------------------------
