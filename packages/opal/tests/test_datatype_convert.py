@@ -365,3 +365,40 @@ def test_a_description_converts_without_a_python_signature() -> None:
     big = values.astype(np.dtype([("x", ">f8"), ("i", ">i4", 2)]))
     assert bytes(there) == big.tobytes()
     assert bytes(convert_description(there, pair, count, EXTERNAL32, LOCAL)) == packed
+
+
+def test_a_repeated_element_converts_like_its_flat_signature() -> None:
+    # double, int, double: the last run of one element merges with the first of the next in
+    # the flat signature, but not in the table of rows.
+    parts = [Description.of_basic(b) for b in (DOUBLE, SHORT, DOUBLE)]
+    element = Description.struct([1, 3, 2], [0, 8, 16], parts)
+    count = 37
+    rng = np.random.default_rng(11)
+    record = np.dtype([("a", "f8"), ("s", "i2", 3), ("b", "f8", 2)])
+    values = np.zeros(count, record)
+    values["a"] = rng.standard_normal(count)
+    values["s"] = rng.integers(-(2**15), 2**15, (count, 3))
+    values["b"] = rng.standard_normal((count, 2))
+    packed = values.tobytes()
+    for target in (EXTERNAL32, SWAPPED):
+        there = bytes(convert_description(packed, element, count, LOCAL, target))
+        assert there == bytes(convert(packed, element.signature(count), LOCAL, target))
+        assert bytes(convert_description(there, element, count, target, LOCAL)) == packed
+    with pytest.raises(ValueError, match="holds 10 bytes, but 37 elements take 1110 bytes"):
+        convert_description(bytes(10), element, count, LOCAL, EXTERNAL32)
+
+
+def test_convertor_then_convert_is_pack_external() -> None:
+    # What Pack_external / Unpack_external and a heterogeneous receive do: pack the layout with
+    # the convertor, convert the packed stream, and the reverse on the way back.
+    from ompy.opal.datatype.convertor import Convertor
+
+    column = Description.of_basic(LONG).hvector(5, 1, 3 * LONG.size)
+    matrix = np.arange(15, dtype="l").reshape(5, 3) - 7
+    packed = Convertor(column, memoryview(matrix).cast("B"), LONG.size, 1).pack_all()
+    external = convert_description(packed, column, 1, LOCAL, EXTERNAL32)
+    assert bytes(external) == matrix[:, 1].astype(">i4").tobytes()
+    result = np.zeros_like(matrix)
+    native = convert_description(external, column, 1, EXTERNAL32, LOCAL)
+    Convertor(column, memoryview(result).cast("B"), LONG.size, 1).unpack_all(native)
+    assert np.array_equal(result[:, 1], matrix[:, 1]) and not result[:, [0, 2]].any()

@@ -43,6 +43,9 @@ _Converter = Callable[[np.ndarray, int], np.ndarray]
 #: Beyond this many runs of one element type, their bytes are gathered by fancy indexing
 #: instead of a slice per run.
 _SLICE_RUNS = 16
+#: Up to this many runs in one element, ``count`` elements convert as a table (see
+#: :func:`convert_description`); beyond it, as a flat list of runs.
+_PERIODIC_RUNS = 64
 
 
 def _check_runs(signature: Iterable[tuple[Any, int]]) -> list[Run]:
@@ -132,9 +135,36 @@ def convert_description(
 ) -> memoryview:
     """:func:`convert` for the packed stream of ``count`` elements of ``description`` (a
     :class:`~ompy.opal.datatype.description.Description`), without building its signature as
-    Python objects: a struct type repeated a million times stays a few array operations."""
-    run_basic, counts = description.signature_arrays(count)
-    return convert_runs(data, description.basics, run_basic, counts, source=source, target=target)
+    Python objects.  ``count`` elements of several runs each are converted as a table of
+    ``count`` rows, one column block per run of the element: a struct repeated a million
+    times costs a few array operations per run of one element."""
+    basics = description.basics
+    run_basic, counts = description.signature_arrays(1)
+    if count <= 1 or len(run_basic) <= 1 or len(run_basic) > _PERIODIC_RUNS:
+        run_basic, counts = description.signature_arrays(count)
+        return convert_runs(data, basics, run_basic, counts, source=source, target=target)
+    view = _byte_view(data)
+    runs = [(basics[b], int(n)) for b, n in zip(run_basic.tolist(), counts.tolist(), strict=True)]
+    src_sizes = [source.size_of(basic) * n for basic, n in runs]
+    tgt_sizes = [target.size_of(basic) * n for basic, n in runs]
+    row, out_row = sum(src_sizes), sum(tgt_sizes)
+    if view.nbytes != row * count:
+        raise ValueError(
+            f"the packed data holds {view.nbytes} bytes, but {count} elements take "
+            f"{row * count} bytes in the source architecture"
+        )
+    if source == target or all(_same_representation(b, source, target) for b, _ in runs):
+        return view
+    table = np.frombuffer(view, dtype=np.uint8).reshape(count, row)
+    out = np.empty((count, out_row), dtype=np.uint8)
+    src_at = tgt_at = 0
+    for (basic, n), src_size, tgt_size in zip(runs, src_sizes, tgt_sizes, strict=True):
+        block = np.ascontiguousarray(table[:, src_at : src_at + src_size]).reshape(-1)
+        converted = _converter(basic, source, target)(block, count * n)
+        out[:, tgt_at : tgt_at + tgt_size] = converted.reshape(count, tgt_size)
+        src_at += src_size
+        tgt_at += tgt_size
+    return _as_view(out.reshape(-1))
 
 
 def convert_runs(
@@ -148,9 +178,7 @@ def convert_runs(
 ) -> memoryview:
     """:func:`convert` for a signature given as arrays: run ``i`` holds ``counts[i]`` elements
     of ``basics[run_basic[i]]`` (what ``Description.signature_arrays`` returns)."""
-    view = memoryview(data)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")
+    view = _byte_view(data)
     run_basic = np.asarray(run_basic, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
     if counts.size and counts.min() < 0:
@@ -189,6 +217,13 @@ def convert_runs(
         converted = convert_elements(gathered, int(these.sum()))
         _scatter(out, tgt_offsets[which], these, int(tgt_size[number]), converted)
     return _as_view(out)
+
+
+def _byte_view(data: memoryview | bytes | bytearray) -> memoryview:
+    view = memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    return view
 
 
 def _as_view(array: np.ndarray) -> memoryview:
