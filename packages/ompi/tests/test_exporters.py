@@ -312,3 +312,52 @@ def test_persistent_requests_keep_their_exporter_until_freed(kind):
         return kept, ref() is None
 
     assert run_ranks(world, body) == [(True, True), (True, True)]
+
+
+def _bsend(comm, exporter):
+    if comm.rank == 0:
+        comm.Attach_buffer(bytearray(1 << 16))
+        request = comm.Ibsend(exporter, 1, 7)
+        comm.Bsend(exporter, 1, 8)
+        request.Wait()
+        comm.Detach_buffer()
+    else:
+        comm.Recv(exporter, 0, 7)
+        comm.Recv(exporter, 0, 8)
+
+
+def _matched(comm, exporter):
+    if comm.rank == 0:
+        comm.Send(exporter, 1, 9)
+        comm.Send(exporter, 1, 9)
+    else:
+        comm.Mprobe(0, 9).Recv(exporter)
+        comm.Mprobe(0, 9).Irecv(exporter).Wait()
+
+
+OTHER_CALLS = {
+    "Bcast": lambda comm, x: comm.Bcast(x, 0),
+    "Ibcast": lambda comm, x: comm.Ibcast(x, 0).Wait(),
+    "Allreduce into": lambda comm, x: comm.Allreduce(np.ones(8), x),
+    "Iallreduce from": lambda comm, x: comm.Iallreduce(x, np.zeros(8)).Wait(),
+    "Iallgather": lambda comm, x: comm.Iallgather(x, np.zeros(16)).Wait(),
+    "Sendrecv_replace": lambda comm, x: comm.Sendrecv_replace(x, 1 - comm.rank, 4),
+    "Bsend and Ibsend": _bsend,
+    "Mrecv and Imrecv": _matched,
+}
+
+
+@pytest.mark.parametrize("call", list(OTHER_CALLS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_collectives_buffered_and_matched_calls_keep_no_reference(kind, call):
+    world = make_world(2)
+
+    def body(comm):
+        array = np.full(8, float(comm.rank))
+        exporter, memory = exporters_of(kind, array)
+        refs = [weakref.ref(exporter), weakref.ref(memory)]
+        OTHER_CALLS[call](comm, exporter)
+        del exporter, memory, array
+        return [ref() is None for ref in refs]
+
+    assert run_ranks(world, body) == [[True, True], [True, True]]
