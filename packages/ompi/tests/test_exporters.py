@@ -219,6 +219,8 @@ def test_cai_masks_are_refused_and_empty_buffers_need_no_pointer():
         parse_buffer(Masked(np.zeros(2)))
     spec = parse_buffer(FakeDeviceExporter(0, 0), readonly=False)
     assert spec.count == 0 and spec.nbytes == 0
+    with pytest.raises(DeviceMemoryError, match="points at 0x0, outside every mapping"):
+        parse_buffer(FakeDeviceExporter(None, 8))
 
 
 def test_host_array_names_what_it_cannot_read():
@@ -230,6 +232,14 @@ def test_host_array_names_what_it_cannot_read():
             __cuda_array_interface__ = {"shape": (1,)}
 
         host_array(Broken())
+
+    class BadType(FakeDeviceExporter):
+        @property
+        def __cuda_array_interface__(self):
+            return {**super().__cuda_array_interface__, "typestr": "<x9"}
+
+    with pytest.raises(TypeError, match="typestr '<x9'"):
+        host_array(BadType(0, 0))
 
 
 # -- no exporter outlives its operation --------------------------------------------------------

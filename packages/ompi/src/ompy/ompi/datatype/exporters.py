@@ -102,11 +102,15 @@ def _from_dlpack(obj: Any) -> tuple[np.ndarray, str]:
         )
     device_type, device_id = obj.__dlpack_device__()
     if device_type not in HOST_ACCESSIBLE:
-        device = DLPACK_DEVICES.get(device_type, f"unknown DLPack device type {device_type}")
+        known = DLPACK_DEVICES.get(device_type)
+        device = (
+            f"device {known}:{device_id} (DLPack device type {device_type})"
+            if known
+            else f"a device of unknown DLPack type {device_type} (id {device_id})"
+        )
         raise DeviceMemoryError(
-            f"message: the {name} object's memory is on device {device}:{device_id} (DLPack "
-            f"device type {device_type}), not in host memory; ompy moves host memory only: "
-            "copy it to the host first"
+            f"message: the {name} object's memory is on {device}, not in host memory; ompy "
+            "moves host memory only: copy it to the host first"
         )
     try:
         # DLPack 1.0: numpy asks for max_version (1, 0); copy=False, for a receive must land
@@ -168,24 +172,31 @@ def _from_cai(obj: Any) -> tuple[np.ndarray, str]:
             f"message: the {name} object's __cuda_array_interface__ has a mask; masked arrays "
             "cannot be sent or received"
         )
-    dtype = np.dtype(typestr)
+    try:
+        dtype = np.dtype(typestr)
+    except TypeError:
+        raise TypeError(
+            f"message: the {name} object's __cuda_array_interface__ has the typestr "
+            f"{typestr!r}, which is not an array-interface type string such as '<f8'"
+        ) from None
     strides = cai.get("strides")
     nbytes = _extent_bytes(shape, strides, dtype.itemsize)
+    address = int(pointer or 0)  # None: no memory, which only an empty buffer may have
     why = "its __cuda_array_interface__ marks the memory read-only" if readonly else ""
-    if nbytes and pointer is not None:
-        where = host_memory(int(pointer), nbytes, writable=False)
+    if nbytes:
+        where = host_memory(address, nbytes, writable=False)
         if where:
             raise DeviceMemoryError(
                 f"message: the {name} object's __cuda_array_interface__ points at "
-                f"{int(pointer):#x}, {where}: it is device (GPU) memory or no memory of this "
+                f"{address:#x}, {where}: it is device (GPU) memory or no memory of this "
                 "process; ompy moves host memory only: copy it to the host first"
             )
         if not readonly:
-            where = host_memory(int(pointer), nbytes, writable=True)
+            where = host_memory(address, nbytes, writable=True)
             if where:  # the process may not write there, whatever the exporter says
-                readonly, why = True, f"its memory at {int(pointer):#x} is {where}"
+                readonly, why = True, f"its memory at {address:#x} is {where}"
     interface = {
-        "data": (int(pointer or 0), bool(readonly)),
+        "data": (address, bool(readonly)),
         "typestr": typestr,
         "shape": shape,
         "strides": None if strides is None else tuple(strides),
