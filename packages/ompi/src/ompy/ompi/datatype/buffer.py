@@ -15,14 +15,14 @@ The vector collectives (Scatterv, Gatherv, Alltoallv, ...) name one block per pr
 forms are read by :mod:`ompy.ompi.api.vector_messages` into a :class:`VectorBufferSpec`.
 
 ``buf`` is anything that exports the buffer protocol (numpy arrays, bytes, bytearray,
-``array.array``, memoryview), an object with ``__dlpack__`` whose memory is on the CPU, or an
-object with ``__array_interface__``.  ``datatype`` is a :class:`Datatype` (predefined, or
-derived and committed) or a code such as ``"d"`` or ``"i4"``.  Counts and displacements are in
-elements of the datatype (displacements step by its extent).  What comes out is a
-:class:`BufferSpec`: its count and datatype, and either a flat byte memoryview of exactly the
-message (a contiguous layout: zero copy) or an opal ``Convertor`` that packs and unpacks it (a
-non-contiguous derived datatype).  Ranks are the caller's business: with ``PROC_NULL`` the API
-layer does not parse the message at all, as mpi4py does.
+``array.array``, memoryview), or host memory exported through DLPack, the CUDA array interface
+or ``__array_interface__`` (:mod:`.exporters`; device memory is refused).  ``datatype`` is a
+:class:`Datatype` (predefined, or derived and committed) or a code such as ``"d"`` or ``"i4"``.
+Counts and displacements are in elements of the datatype (displacements step by its extent).
+What comes out is a :class:`BufferSpec`: its count and datatype, and either a flat byte
+memoryview of exactly the message (a contiguous layout: zero copy) or an opal ``Convertor`` that
+packs and unpacks it (a non-contiguous derived datatype).  Ranks are the caller's business: with
+``PROC_NULL`` the API layer does not parse the message at all, as mpi4py does.
 
 An ompy extension: a non-contiguous numpy array (``a[::2]``, a column ``b[:, 3]``, any strided
 view) is accepted as it is; its layout becomes a derived datatype built from its shape and
@@ -45,6 +45,7 @@ from ..constants import BOTTOM, IN_PLACE
 from ..errors import ERR_COUNT, ERR_TYPE
 from ..errors import Exception as MPIException
 from .datatype import Datatype
+from .exporters import host_array
 from .layout import Layout, freed_datatype_error
 from .predefined import (
     BYTE,
@@ -134,7 +135,6 @@ _SIMPLE_FORMATS: dict[str, Datatype] = {
     code: TYPECHARS[code] for code in "?bhilqBHILQfdg" if code in TYPECHARS
 }
 _NATIVE_ORDER = "<" if sys.byteorder == "little" else ">"
-_KDL_CPU = 1  # DLPack's device type for host memory
 
 
 # -- public entry points -------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def _as_array(obj: Any) -> np.ndarray:
     try:
         return np.asarray(memoryview(obj))
     except TypeError:
-        return np.asarray(obj)
+        return _array_from_protocols(obj)[0]
 
 
 def _strided_region(array: np.ndarray) -> tuple[memoryview, int]:
@@ -345,10 +345,12 @@ def export_buffer(
     obj: Any, *, readonly: bool = True, infer: bool = True
 ) -> tuple[memoryview, Datatype | None]:
     """A flat byte memoryview of ``obj``'s memory and, if ``infer``, the datatype of its items."""
+    exporter = obj
     try:
         view = memoryview(obj)
+        why_readonly = ""
     except TypeError:
-        obj = _array_from_protocols(obj)
+        obj, why_readonly = _array_from_protocols(obj)
         view = memoryview(obj)
     if "O" in view.format and _holds_objects(obj, view):
         raise TypeError(
@@ -358,8 +360,9 @@ def export_buffer(
         )
     if not readonly and view.readonly:
         raise ReadOnlyBufferError(
-            f"message: the receive buffer ({_describe(obj)}) is read-only; "
-            "receive into a writable object such as a numpy array or a bytearray"
+            f"message: the receive buffer ({_describe(exporter)}) is read-only"
+            + (f" ({why_readonly})" if why_readonly else "")
+            + "; receive into a writable object such as a numpy array or a bytearray"
         )
     datatype = None
     if infer:
@@ -520,27 +523,10 @@ def _whole_elements(length: int, extent: int, datatype: Datatype, obj: Any, disp
     return count
 
 
-def _array_from_protocols(obj: Any) -> np.ndarray:
-    """A host array for an object without the buffer protocol: DLPack or array interface."""
-    if hasattr(obj, "__dlpack__"):
-        device_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else None
-        if device_type != _KDL_CPU:
-            raise TypeError(
-                f"message: the {type(obj).__name__} object's DLPack memory is on device type "
-                f"{device_type}, not the CPU; ompy moves host memory only: copy it to the host"
-            )
-        return np.from_dlpack(obj)
-    if hasattr(obj, "__cuda_array_interface__"):
-        raise TypeError(
-            f"message: the {type(obj).__name__} object is in GPU memory "
-            "(__cuda_array_interface__); ompy moves host memory only: copy it to the host"
-        )
-    if hasattr(obj, "__array_interface__"):
-        return np.asarray(obj)
-    raise TypeError(
-        f"message: expecting a buffer-like object (buffer protocol, __dlpack__ on the CPU or "
-        f"__array_interface__) or a list [buf, count, datatype], not {type(obj).__name__}"
-    )
+def _array_from_protocols(obj: Any) -> tuple[np.ndarray, str]:
+    """A host array for an object without the buffer protocol, and why it is read-only (if it
+    is): DLPack, ``__cuda_array_interface__`` or ``__array_interface__`` (:mod:`.exporters`)."""
+    return host_array(obj)
 
 
 _FORMATS: dict[str, Datatype] = {}

@@ -1,0 +1,249 @@
+"""Buffers that do not speak the buffer protocol: DLPack, the CUDA array interface, numpy's.
+
+An uppercase method first asks for the buffer protocol (``memoryview``); an object without it
+is read here, in mpi4py's order: ``__dlpack__`` (DLPack), then ``__cuda_array_interface__``
+(CAI), then ``__array_interface__``.  What comes back is a numpy array over the exporter's own
+memory (never a copy: a receive must land in it), whose ``base`` chain keeps that memory alive
+exactly as long as the array — and the memoryviews ompy makes of it — live.  ompy holds those
+only for the call or the request that uses them (see ``BufferSpec``), so no exporter outlives
+its operation because of ompy.
+
+ompy moves host memory only, with numpy copies: memory on a device gets a
+:class:`DeviceMemoryError` that names the device, before anything touches it.
+
+Where ompy differs from mpi4py 4.1, and why:
+
+- **Device memory.**  mpi4py hands device pointers to a CUDA-aware MPI library and refuses them
+  only in calls that must read them on the CPU.  ompy has no device path, so it refuses them
+  in every call.  DLPack's CPU-accessible device types (CPU, CUDA host, ROCm host, CUDA
+  managed) are host memory, as in mpi4py.
+- **CAI pointers are checked.**  The CUDA array interface says nothing about where its pointer
+  points (it was made for device memory), and mpi4py trusts it.  A wrong guess here would crash
+  the interpreter when numpy copies, so ompy accepts a CAI pointer only if every byte of the
+  buffer lies in a readable mapping of this process (``/proc/self/maps``), and, for a receive,
+  a writable one.  Device memory under CUDA's unified addressing is reserved in the process
+  without access rights, so it is refused, as is any pointer into no mapping at all.  ``stream``
+  is ignored (there is no device work to order against host copies); ``mask`` is refused.
+- **Legacy DLPack is read-only.**  An exporter without DLPack 1.0's ``max_version`` keyword
+  cannot say whether its memory may be written; mpi4py assumes it may, ompy does as numpy does
+  (``numpy.from_dlpack`` makes such arrays read-only): such buffers can be sent, not received
+  into.  A DLPack 1.0 exporter is asked for its memory with ``copy=False`` and its read-only
+  flag is honoured.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: DLPack device types (``DLDeviceType`` of ``dlpack.h``) and their names, for errors.
+DLPACK_DEVICES: dict[int, str] = {
+    1: "CPU",
+    2: "CUDA",
+    3: "CUDA host",
+    4: "OpenCL",
+    7: "Vulkan",
+    8: "Metal",
+    9: "VPI",
+    10: "ROCm",
+    11: "ROCm host",
+    12: "ExtDev",
+    13: "CUDA managed",
+    14: "oneAPI",
+    15: "WebGPU",
+    16: "Hexagon",
+    17: "MAIA",
+}
+#: Device types whose memory the CPU reads and writes directly.
+HOST_ACCESSIBLE = frozenset({1, 3, 11, 13})
+_MAPS = Path("/proc/self/maps")
+
+
+class DeviceMemoryError(BufferError, TypeError):
+    """The buffer's memory is on a device (a GPU): ompy moves host memory only.
+
+    A ``BufferError``, as mpi4py raises for memory the CPU cannot access, and a ``TypeError``
+    for code that expects the error of an unusable buffer object.
+    """
+
+
+def host_array(obj: Any) -> tuple[np.ndarray, str]:
+    """``obj``'s memory as a numpy array, and why it is read-only (``""`` if writable).
+
+    Raises :class:`DeviceMemoryError` for device memory and ``TypeError`` for an object that
+    exports its memory in none of the ways ompy reads.
+    """
+    if hasattr(obj, "__dlpack__"):
+        return _from_dlpack(obj)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _from_cai(obj)
+    if hasattr(obj, "__array_interface__"):
+        array = np.asarray(obj)
+        return array, "" if array.flags.writeable else "its __array_interface__ is read-only"
+    raise TypeError(
+        f"message: expecting a buffer-like object (buffer protocol, __dlpack__, "
+        f"__cuda_array_interface__ or __array_interface__ over host memory) or a list "
+        f"[buf, count, datatype], not {type(obj).__name__}"
+    )
+
+
+# -- DLPack ---------------------------------------------------------------------------------------
+
+
+def _from_dlpack(obj: Any) -> tuple[np.ndarray, str]:
+    name = type(obj).__name__
+    if not hasattr(obj, "__dlpack_device__"):
+        raise TypeError(
+            f"message: the {name} object has __dlpack__ but no __dlpack_device__, so where its "
+            "memory lives is unknown (DLPack requires both)"
+        )
+    device_type, device_id = obj.__dlpack_device__()
+    if device_type not in HOST_ACCESSIBLE:
+        known = DLPACK_DEVICES.get(device_type)
+        device = (
+            f"device {known}:{device_id} (DLPack device type {device_type})"
+            if known
+            else f"a device of unknown DLPack type {device_type} (id {device_id})"
+        )
+        raise DeviceMemoryError(
+            f"message: the {name} object's memory is on {device}, not in host memory; ompy "
+            "moves host memory only: copy it to the host first"
+        )
+    try:
+        # DLPack 1.0: numpy asks for max_version (1, 0); copy=False, for a receive must land
+        # in the exporter's own memory.  The array is read-only where the exporter says so.
+        return _readonly_note(np.from_dlpack(obj, copy=False), "its DLPack export is read-only")
+    except TypeError:
+        pass  # an exporter older than DLPack 1.0: no max_version, copy or dl_device keywords
+    except BufferError as error:
+        raise BufferError(
+            f"message: the {name} object's DLPack export is unusable: {error}"
+        ) from None
+    try:
+        array = np.from_dlpack(obj)
+    except (BufferError, TypeError) as error:
+        raise BufferError(
+            f"message: the {name} object's DLPack export is unusable: {error}"
+        ) from None
+    return _readonly_note(
+        array,
+        "it speaks the pre-1.0 DLPack protocol, which cannot say whether its memory may be "
+        "written (ompy, like numpy, treats it as read-only)",
+    )
+
+
+def _readonly_note(array: np.ndarray, why: str) -> tuple[np.ndarray, str]:
+    return array, "" if array.flags.writeable else why
+
+
+# -- CUDA array interface ------------------------------------------------------------------------
+
+
+class _HostView:
+    """``__array_interface__`` over a CAI exporter's host memory; keeps the exporter alive.
+
+    numpy makes this object the array's ``base``, so the exporter lives exactly as long as the
+    array (and every view of it) does.
+    """
+
+    __slots__ = ("__array_interface__", "exporter")
+
+    def __init__(self, exporter: Any, interface: dict[str, Any]) -> None:
+        self.exporter = exporter
+        self.__array_interface__ = interface
+
+
+def _from_cai(obj: Any) -> tuple[np.ndarray, str]:
+    name = type(obj).__name__
+    cai = obj.__cuda_array_interface__
+    try:
+        pointer, readonly = cai["data"]
+        typestr, shape = cai["typestr"], tuple(cai["shape"])
+    except (KeyError, TypeError, ValueError):
+        raise TypeError(
+            f"message: the {name} object's __cuda_array_interface__ lacks 'data': (pointer, "
+            "read_only), 'typestr' or 'shape'"
+        ) from None
+    if cai.get("mask") is not None:
+        raise BufferError(
+            f"message: the {name} object's __cuda_array_interface__ has a mask; masked arrays "
+            "cannot be sent or received"
+        )
+    try:
+        dtype = np.dtype(typestr)
+    except TypeError:
+        raise TypeError(
+            f"message: the {name} object's __cuda_array_interface__ has the typestr "
+            f"{typestr!r}, which is not an array-interface type string such as '<f8'"
+        ) from None
+    strides = cai.get("strides")
+    nbytes = _extent_bytes(shape, strides, dtype.itemsize)
+    address = int(pointer or 0)  # None: no memory, which only an empty buffer may have
+    why = "its __cuda_array_interface__ marks the memory read-only" if readonly else ""
+    if nbytes:
+        where = host_memory(address, nbytes, writable=False)
+        if where:
+            raise DeviceMemoryError(
+                f"message: the {name} object's __cuda_array_interface__ points at "
+                f"{address:#x}, {where}: it is device (GPU) memory or no memory of this "
+                "process; ompy moves host memory only: copy it to the host first"
+            )
+        if not readonly:
+            where = host_memory(address, nbytes, writable=True)
+            if where:  # the process may not write there, whatever the exporter says
+                readonly, why = True, f"its memory at {address:#x} is {where}"
+    interface = {
+        "data": (address, bool(readonly)),
+        "typestr": typestr,
+        "shape": shape,
+        "strides": None if strides is None else tuple(strides),
+        "version": 3,
+    }
+    return np.asarray(_HostView(obj, interface)), why
+
+
+def _extent_bytes(shape: tuple[int, ...], strides: Any, itemsize: int) -> int:
+    """Bytes from the first element's address to past the last one (0 for no elements)."""
+    if any(n == 0 for n in shape):
+        return 0
+    if strides is None:
+        return int(np.prod(shape, dtype=np.int64)) * itemsize
+    if any(s < 0 for s in strides):
+        raise BufferError("message: __cuda_array_interface__ strides must not be negative")
+    return sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + itemsize
+
+
+def host_memory(address: int, nbytes: int, *, writable: bool) -> str:
+    """Why ``[address, address + nbytes)`` is not host memory this process may read (or write,
+    with ``writable``); ``""`` if it is.
+
+    Reads ``/proc/self/maps``: the bytes must be covered by adjacent mappings that all grant
+    the access.  Without that file (not Linux) nothing can be checked, and the answer says so.
+    """
+    try:
+        maps = _MAPS.read_text()
+    except OSError:
+        return f"which cannot be checked to be host memory on {sys.platform} (no {_MAPS})"
+    need = "w" if writable else "r"
+    end = address + nbytes
+    cursor = address
+    for line in maps.splitlines():
+        span, perms = line.split(None, 2)[:2]
+        low_text, _, high_text = span.partition("-")
+        low, high = int(low_text, 16), int(high_text, 16)
+        if high <= cursor:
+            continue
+        if low > cursor:
+            break  # a gap: the mappings are listed in address order
+        if need not in perms:
+            access = "write" if writable else "read"
+            return f"in a mapping of this process it may not {access} ({span} {perms})"
+        cursor = high
+        if cursor >= end:
+            return ""
+    if cursor == address:
+        return "outside every mapping of this process"
+    return f"partly outside every mapping of this process (from {cursor:#x})"

@@ -1,0 +1,373 @@
+"""Buffer kinds: DLPack and CUDA-array-interface exporters of host memory are messages; device
+memory is refused by name; ompy keeps no exporter alive past the call or request using it."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import mmap
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ompy.ompi.api.testing import make_world, run_ranks
+from ompy.ompi.datatype import predefined as mpi
+from ompy.ompi.datatype.buffer import ReadOnlyBufferError, parse_buffer
+from ompy.ompi.datatype.exporters import DeviceMemoryError, host_array, host_memory
+
+# -- exporters that are not the buffer protocol -----------------------------------------------
+
+
+class DLPackExporter:
+    """DLPack 1.0 (numpy's own ``__dlpack__``) over a numpy array; no buffer protocol."""
+
+    def __init__(self, array: np.ndarray, device: tuple[int, int] = (1, 0)) -> None:
+        self.array = array
+        self.device = device
+        self.calls: list[dict] = []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(kwargs)
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+class LegacyDLPackExporter(DLPackExporter):
+    """An exporter from before DLPack 1.0: ``__dlpack__(stream=None)`` only."""
+
+    def __dlpack__(self, stream=None):
+        self.calls.append({"stream": stream})
+        return self.array.__dlpack__(stream=stream)
+
+
+class CAIExporter:
+    """``__cuda_array_interface__`` over a numpy array's host memory (as a CUDA-host library
+    would export pinned memory)."""
+
+    def __init__(self, array: np.ndarray, readonly: bool = False) -> None:
+        self.array = array
+        self.readonly = readonly
+
+    @property
+    def __cuda_array_interface__(self):
+        return {
+            "data": (self.array.ctypes.data, self.readonly),
+            "shape": self.array.shape,
+            "strides": None if self.array.flags.c_contiguous else self.array.strides,
+            "typestr": self.array.dtype.str,
+            "version": 3,
+        }
+
+
+class FakeDeviceExporter:
+    """``__cuda_array_interface__`` whose pointer is not host memory."""
+
+    def __init__(self, pointer: int, nbytes: int = 24) -> None:
+        self.pointer = pointer
+        self.nbytes = nbytes
+
+    @property
+    def __cuda_array_interface__(self):
+        return {
+            "data": (self.pointer, False),
+            "shape": (self.nbytes // 8,),
+            "typestr": "<f8",
+            "version": 3,
+        }
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+
+@pytest.fixture
+def reserved():
+    """An address range reserved without access rights, as CUDA reserves device memory in the
+    process (unified addressing); the next page is unmapped."""
+    page = mmap.PAGESIZE
+    base = _libc.mmap(None, 2 * page, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value)
+    _libc.munmap(base + page, page)  # the second page: mapped by nothing
+    yield base, base + page
+    _libc.munmap(base, page)
+
+
+# -- DLPack ------------------------------------------------------------------------------------
+
+
+def test_dlpack_is_negotiated_as_numpy_does_and_never_copied():
+    data = np.arange(6, dtype=np.int32)
+    exporter = DLPackExporter(data)
+    spec = parse_buffer(exporter, readonly=False)
+    assert exporter.calls[0]["max_version"] == (1, 0) and exporter.calls[0]["copy"] is False
+    assert spec.datatype is mpi.INT and spec.count == 6
+    spec.view[:4] = np.int32(-7).tobytes()
+    assert data[0] == -7  # the receive lands in the exporter's memory
+
+
+def test_dlpack_read_only_flag_allows_sends_and_refuses_receives():
+    data = np.arange(3.0)
+    data.flags.writeable = False
+    assert bytes(parse_buffer(DLPackExporter(data)).view) == data.tobytes()
+    with pytest.raises(ReadOnlyBufferError, match="DLPack export is read-only"):
+        parse_buffer(DLPackExporter(data), readonly=False)
+
+
+def test_legacy_dlpack_exporters_can_be_sent_but_not_received_into():
+    data = np.arange(4.0)
+    exporter = LegacyDLPackExporter(data)
+    spec = parse_buffer(exporter)
+    assert spec.datatype is mpi.DOUBLE and bytes(spec.view) == data.tobytes()
+    with pytest.raises(ReadOnlyBufferError, match=r"pre-1\.0 DLPack"):
+        parse_buffer(LegacyDLPackExporter(data), readonly=False)
+
+
+@pytest.mark.parametrize(
+    ("device", "name"), [((2, 1), "CUDA:1"), ((10, 0), "ROCm:0"), ((99, 3), "type 99")]
+)
+def test_dlpack_device_memory_is_refused_naming_the_device(device, name):
+    exporter = DLPackExporter(np.zeros(2), device=device)
+    with pytest.raises(DeviceMemoryError, match=name) as info:
+        parse_buffer(exporter)
+    assert isinstance(info.value, BufferError) and isinstance(info.value, TypeError)
+    assert exporter.calls == []  # refused before the memory is asked for
+
+
+def test_dlpack_without_a_device_query_is_refused():
+    class NoDevice:
+        def __dlpack__(self, **kwargs):
+            raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="no __dlpack_device__"):
+        parse_buffer(NoDevice())
+
+
+@given(
+    st.sampled_from(["i1", "u2", "i4", "i8", "f4", "f8", "c16", "?"]),
+    st.integers(0, 40),
+)
+def test_dlpack_exports_of_every_basic_dtype_keep_type_and_bytes(code, length):
+    data = np.arange(length).astype(code)
+    spec = parse_buffer(DLPackExporter(data))
+    assert spec.count == length
+    assert spec.datatype.Get_size() == data.dtype.itemsize
+    assert bytes(spec.view) == data.tobytes()
+
+
+# -- CUDA array interface ----------------------------------------------------------------------
+
+
+def test_cai_over_host_memory_is_a_writable_message():
+    data = np.arange(5.0)
+    spec = parse_buffer(CAIExporter(data), readonly=False)
+    assert spec.datatype is mpi.DOUBLE and spec.count == 5
+    spec.view[8:16] = np.float64(42.0).tobytes()
+    assert data[1] == 42.0
+
+
+def test_cai_read_only_flag_refuses_receives():
+    data = np.arange(2.0)
+    assert bytes(parse_buffer(CAIExporter(data, readonly=True)).view) == data.tobytes()
+    with pytest.raises(ReadOnlyBufferError, match="marks the memory read-only"):
+        parse_buffer(CAIExporter(data, readonly=True), readonly=False)
+
+
+def test_cai_in_memory_the_process_may_not_write_is_read_only():
+    with mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ) as region:
+        heap = np.zeros(4)
+        assert host_memory(heap.ctypes.data, heap.nbytes, writable=True) == ""
+        pointer = np.frombuffer(region, dtype=np.uint8).ctypes.data
+        assert "may not write" in host_memory(pointer, 8, writable=True)
+        exporter = FakeDeviceExporter(pointer, 16)  # claims to be writable
+        assert bytes(parse_buffer(exporter).view) == bytes(16)
+        with pytest.raises(ReadOnlyBufferError, match="may not write"):
+            parse_buffer(exporter, readonly=False)
+
+
+def test_cai_device_pointers_are_refused(reserved):
+    no_access, unmapped = reserved
+    with pytest.raises(DeviceMemoryError, match=f"{no_access:#x}.*may not read"):
+        parse_buffer(FakeDeviceExporter(no_access))
+    with pytest.raises(DeviceMemoryError, match="outside every mapping"):
+        parse_buffer(FakeDeviceExporter(unmapped), readonly=False)
+    # A buffer that starts in host memory and runs off its end is no better.
+    with pytest.raises(DeviceMemoryError, match="may not read"):
+        parse_buffer(FakeDeviceExporter(no_access - 8, 24))
+
+
+def test_cai_masks_are_refused_and_empty_buffers_need_no_pointer():
+    class Masked(CAIExporter):
+        @property
+        def __cuda_array_interface__(self):
+            return {**super().__cuda_array_interface__, "mask": object()}
+
+    with pytest.raises(BufferError, match="mask"):
+        parse_buffer(Masked(np.zeros(2)))
+    spec = parse_buffer(FakeDeviceExporter(0, 0), readonly=False)
+    assert spec.count == 0 and spec.nbytes == 0
+    with pytest.raises(DeviceMemoryError, match="points at 0x0, outside every mapping"):
+        parse_buffer(FakeDeviceExporter(None, 8))
+
+
+def test_host_array_names_what_it_cannot_read():
+    with pytest.raises(TypeError, match=r"expecting a buffer-like object.*not object"):
+        host_array(object())
+    with pytest.raises(TypeError, match="lacks 'data'"):
+
+        class Broken:
+            __cuda_array_interface__ = {"shape": (1,)}
+
+        host_array(Broken())
+
+    class BadType(FakeDeviceExporter):
+        @property
+        def __cuda_array_interface__(self):
+            return {**super().__cuda_array_interface__, "typestr": "<x9"}
+
+    with pytest.raises(TypeError, match="typestr '<x9'"):
+        host_array(BadType(0, 0))
+
+
+# -- no exporter outlives its operation --------------------------------------------------------
+
+
+def exporters_of(kind: str, array: np.ndarray):
+    """The exporter of ``array`` of one kind, and what keeps its memory alive."""
+    if kind == "buffer":
+        return array, array
+    if kind == "dlpack":
+        return DLPackExporter(array), array
+    return CAIExporter(array), array
+
+
+KINDS = ["buffer", "dlpack", "cai"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_blocking_call_keeps_no_reference(kind):
+    world = make_world(2)
+
+    def body(comm):
+        array = np.full(4, float(comm.rank))
+        exporter, memory = exporters_of(kind, array)
+        refs = [weakref.ref(exporter), weakref.ref(memory)]
+        if comm.rank == 0:
+            comm.Send(exporter, 1, 3)
+        else:
+            comm.Recv(exporter, 0, 3)
+        del exporter, memory, array
+        return [ref() is None for ref in refs]
+
+    assert run_ranks(world, body) == [[True, True], [True, True]]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_request_holds_its_exporters_until_it_completes(kind):
+    world = make_world(2)
+
+    def body(comm):
+        array = np.full(1000, float(comm.rank))
+        exporter, memory = exporters_of(kind, array)
+        ref = weakref.ref(memory)
+        if comm.rank == 0:
+            comm.Barrier()
+            request = comm.Isend(exporter, 1, 5)
+        else:
+            request = comm.Irecv(exporter, 0, 5)
+            del exporter, memory, array
+            gc.collect()
+            alive_while_pending = ref() is not None  # the pending receive needs the memory
+            comm.Barrier()
+        if comm.rank == 0:
+            del exporter, memory, array
+            alive_while_pending = True
+        request.Wait()
+        return alive_while_pending, ref() is None
+
+    assert run_ranks(world, body) == [(True, True), (True, True)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_persistent_requests_keep_their_exporter_until_freed(kind):
+    world = make_world(2)
+
+    def body(comm):
+        array = np.zeros(8)
+        exporter, memory = exporters_of(kind, array)
+        ref = weakref.ref(memory)
+        if comm.rank == 0:
+            request = comm.Send_init(exporter, 1, 6)
+        else:
+            request = comm.Recv_init(exporter, 0, 6)
+        del exporter, memory, array
+        for _ in range(2):
+            request.Start()
+            request.Wait()
+        kept = ref() is not None
+        request.Free()
+        return kept, ref() is None
+
+    assert run_ranks(world, body) == [(True, True), (True, True)]
+
+
+def _bsend(comm, exporter):
+    if comm.rank == 0:
+        comm.Attach_buffer(bytearray(1 << 16))
+        request = comm.Ibsend(exporter, 1, 7)
+        comm.Bsend(exporter, 1, 8)
+        request.Wait()
+        comm.Detach_buffer()
+    else:
+        comm.Recv(exporter, 0, 7)
+        comm.Recv(exporter, 0, 8)
+
+
+def _matched(comm, exporter):
+    if comm.rank == 0:
+        comm.Send(exporter, 1, 9)
+        comm.Send(exporter, 1, 9)
+    else:
+        comm.Mprobe(0, 9).Recv(exporter)
+        comm.Mprobe(0, 9).Irecv(exporter).Wait()
+
+
+OTHER_CALLS = {
+    "Bcast": lambda comm, x: comm.Bcast(x, 0),
+    "Ibcast": lambda comm, x: comm.Ibcast(x, 0).Wait(),
+    "Allreduce into": lambda comm, x: comm.Allreduce(np.ones(8), x),
+    "Iallreduce from": lambda comm, x: comm.Iallreduce(x, np.zeros(8)).Wait(),
+    "Iallgather": lambda comm, x: comm.Iallgather(x, np.zeros(16)).Wait(),
+    "Sendrecv_replace": lambda comm, x: comm.Sendrecv_replace(x, 1 - comm.rank, 4),
+    "Bsend and Ibsend": _bsend,
+    "Mrecv and Imrecv": _matched,
+}
+
+
+@pytest.mark.parametrize("call", list(OTHER_CALLS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_collectives_buffered_and_matched_calls_keep_no_reference(kind, call):
+    world = make_world(2)
+
+    def body(comm):
+        array = np.full(8, float(comm.rank))
+        exporter, memory = exporters_of(kind, array)
+        refs = [weakref.ref(exporter), weakref.ref(memory)]
+        OTHER_CALLS[call](comm, exporter)
+        del exporter, memory, array
+        return [ref() is None for ref in refs]
+
+    assert run_ranks(world, body) == [[True, True], [True, True]]
