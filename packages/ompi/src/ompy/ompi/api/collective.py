@@ -77,7 +77,8 @@ class Collectives:
         buf = given(buf, call, "buf")
         spec = parse_buffer(buf, readonly=c.rank == root)
         st = _staging(c, call, spec.datatype)
-        return c, st.send(spec) if c.rank == root else st.receive(spec), root, st
+        staged = st.send(spec) if c.rank == root else st.receive(spec, origin=root)
+        return c, staged, root, st
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         """Broadcast data from one process to all other processes."""
@@ -113,7 +114,7 @@ class Collectives:
                 sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "the root's receive block"
             )
         st = _staging(c, call, recvspec.datatype)
-        staged = st.blocks(recvspec, output=True, load=sendspec.in_place)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
         return c, st.send(sendspec), staged, root, st
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
@@ -151,7 +152,7 @@ class Collectives:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
             recvspec = parse_buffer(recvbuf, readonly=False)
             st = _staging(c, call, recvspec.datatype)
-            return c, None, st.receive(recvspec), root, st
+            return c, None, st.receive(recvspec, origin=root), root, st
         sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
         if vector:
             sendspec = _vector(sendbuf, c.size, call, "sendbuf")
@@ -204,7 +205,7 @@ class Collectives:
                 sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "this rank's receive block"
             )
         st = _staging(c, call, recvspec.datatype)
-        staged = st.blocks(recvspec, output=True, load=sendspec.in_place)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
         assert staged is not None
         return c, st.send(sendspec), staged, st
 
@@ -255,7 +256,7 @@ class Collectives:
                 "the receive block",
             )
         st = _staging(c, call, recvspec.datatype)
-        staged = st.blocks(recvspec, output=True, load=sendspec.in_place)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
         sending = st.blocks(sendspec, output=False)
         assert staged is not None and sending is not None
         return c, sending, staged, st
@@ -284,17 +285,25 @@ class Collectives:
 
     def _alltoallw_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...], Staging]:
+    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...], _Stagings]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
-        st = _staging(c, call, None)
         if sendbuf is IN_PLACE:
-            return c, None, tuple(st.receive(spec, load=True) for spec in recvspecs), st
+            st = _staging(c, call, _typed_of(recvspecs))
+            staged = tuple(
+                _stage_w(c, call, spec, load=True, origin=peer)
+                for peer, spec in enumerate(recvspecs)
+            )
+            return c, None, tuple(spec for spec, _ in staged), _Stagings([s for _, s in staged])
         sendspecs = _w_specs(sendbuf, c.size, readonly=True, call=call)
         _same_size(sendspecs[c.rank].nbytes, recvspecs[c.rank].nbytes, call, "the receive block")
-        sending = tuple(st.send(spec) for spec in sendspecs)
-        return c, sending, tuple(st.receive(spec) for spec in recvspecs), st
+        sending = tuple(_staging(c, call, spec.datatype).send(spec) for spec in sendspecs)
+        staged = tuple(
+            _stage_w(c, call, spec, load=False, origin=peer) for peer, spec in enumerate(recvspecs)
+        )
+        st = _Stagings([s for _, s in staged])
+        return c, sending, tuple(spec for spec, _ in staged), st
 
     def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
         """All to All Scatter/Gather General: a count, byte displacement and datatype per rank."""
@@ -332,13 +341,13 @@ class Collectives:
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
         """Reduce to Root."""
         c, s, r, root, st = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
-        c.coll.reduce(c, s, r, op, root)
+        st.table().reduce(c, s, r, op, root)
         st.finish()
 
     def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
         """Reduce to Root (nonblocking)."""
         c, s, r, root, st = self._reduce_args("Comm.Ireduce", sendbuf, recvbuf, op, root)
-        return Request._of(st.request(c.coll.ireduce(c, s, r, op, root)), c)
+        return Request._of(st.request(st.table().ireduce(c, s, r, op, root)), c)
 
     def _everyone_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Any
@@ -357,35 +366,35 @@ class Collectives:
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce to All."""
         c, s, r, st = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
-        c.coll.allreduce(c, s, r, op)
+        st.table().allreduce(c, s, r, op)
         st.finish()
 
     def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Reduce to All (nonblocking)."""
         c, s, r, st = self._everyone_args("Comm.Iallreduce", sendbuf, recvbuf, op)
-        return Request._of(st.request(c.coll.iallreduce(c, s, r, op)), c)
+        return Request._of(st.request(st.table().iallreduce(c, s, r, op)), c)
 
     def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Inclusive Scan."""
         c, s, r, st = self._everyone_args("Intracomm.Scan", sendbuf, recvbuf, op)
-        c.coll.scan(c, s, r, op)
+        st.table().scan(c, s, r, op)
         st.finish()
 
     def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Inclusive Scan (nonblocking)."""
         c, s, r, st = self._everyone_args("Intracomm.Iscan", sendbuf, recvbuf, op)
-        return Request._of(st.request(c.coll.iscan(c, s, r, op)), c)
+        return Request._of(st.request(st.table().iscan(c, s, r, op)), c)
 
     def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Exclusive Scan (rank 0's receive buffer is left as it was)."""
         c, s, r, st = self._everyone_args("Intracomm.Exscan", sendbuf, recvbuf, op)
-        c.coll.exscan(c, s, r, op)
+        st.table().exscan(c, s, r, op)
         st.finish()
 
     def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Exclusive Scan (nonblocking)."""
         c, s, r, st = self._everyone_args("Intracomm.Iexscan", sendbuf, recvbuf, op)
-        return Request._of(st.request(c.coll.iexscan(c, s, r, op)), c)
+        return Request._of(st.request(st.table().iexscan(c, s, r, op)), c)
 
     def _reduce_scatter_block_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Any
@@ -420,7 +429,7 @@ class Collectives:
         c, s, r, st = self._reduce_scatter_block_args(
             "Comm.Reduce_scatter_block", sendbuf, recvbuf, op
         )
-        c.coll.reduce_scatter_block(c, s, r, op)
+        st.table().reduce_scatter_block(c, s, r, op)
         st.finish()
 
     def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
@@ -428,7 +437,7 @@ class Collectives:
         c, s, r, st = self._reduce_scatter_block_args(
             "Comm.Ireduce_scatter_block", sendbuf, recvbuf, op
         )
-        return Request._of(st.request(c.coll.ireduce_scatter_block(c, s, r, op)), c)
+        return Request._of(st.request(st.table().ireduce_scatter_block(c, s, r, op)), c)
 
     def _reduce_scatter_args(
         self, call: str, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Any
@@ -485,7 +494,7 @@ class Collectives:
         c, s, r, counts, st = self._reduce_scatter_args(
             "Comm.Reduce_scatter", sendbuf, recvbuf, recvcounts, op
         )
-        c.coll.reduce_scatter(c, s, r, counts, op)
+        st.table().reduce_scatter(c, s, r, counts, op)
         st.finish()
 
     def Ireduce_scatter(
@@ -495,7 +504,7 @@ class Collectives:
         c, s, r, counts, st = self._reduce_scatter_args(
             "Comm.Ireduce_scatter", sendbuf, recvbuf, recvcounts, op
         )
-        return Request._of(st.request(c.coll.ireduce_scatter(c, s, r, counts, op)), c)
+        return Request._of(st.request(st.table().ireduce_scatter(c, s, r, counts, op)), c)
 
     # -- pickled objects -------------------------------------------------------------------------
 
@@ -623,7 +632,40 @@ def _staging(
     c: Communicator, call: str, datatype: Datatype | None, *, reduce: bool = False
 ) -> Staging:
     """The stand-ins of one call (:mod:`.staging`)."""
-    return Staging(call)
+    return Staging(call, c, datatype)
+
+
+def _typed_of(specs: Sequence[BufferSpec]) -> Datatype | None:
+    return specs[0].datatype if specs else None
+
+
+def _stage_w(
+    c: Communicator, call: str, spec: BufferSpec, *, load: bool, origin: int
+) -> tuple[BufferSpec, Staging]:
+    """Alltoallw: every block has its own datatype, so its own staging."""
+    st = _staging(c, call, spec.datatype)
+    return st.receive(spec, load=load, origin=origin), st
+
+
+class _Stagings:
+    """The stagings of an alltoallw (one per block), finished together."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[Staging]) -> None:
+        self.parts = parts
+
+    def finish(self) -> None:
+        for part in self.parts:
+            part.finish()
+
+    def request(self, inner: Any) -> Any:
+        pending = [part for part in self.parts if part.pending]
+        if not pending:
+            return inner
+        combined = Staging(pending[0].call)
+        combined._after = [after for part in pending for after in part._after]
+        return combined.request(inner)
 
 
 def _per(c: Communicator, call: str, spec: BufferSpec) -> int:
@@ -773,7 +815,11 @@ def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
     mine = parse_buffer(np.array([count], dtype=np.int64))
     spec = parse_buffer(sizes, readonly=False)
     blocks = VectorBufferSpec(spec.buffer, (1,) * c.size, tuple(range(c.size)), spec.datatype)
-    c.coll.allgather(c, mine, blocks)
+    st = _staging(c, "Comm.Reduce_scatter", spec.datatype)  # converted in a heterogeneous job
+    staged = st.blocks(blocks, output=True, load=False, origins=range(c.size))
+    assert staged is not None
+    c.coll.allgather(c, st.send(mine), staged)
+    st.finish()
     return sizes
 
 
