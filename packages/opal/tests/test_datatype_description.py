@@ -37,9 +37,9 @@ def test_basics_have_native_sizes_and_kinds() -> None:
 
 def test_basic_refuses_unknown_kind_and_wrong_size() -> None:
     with pytest.raises(ValueError, match="kind"):
-        Basic("x", "decimal", np.dtype(np.int32), 4)
+        Basic("x", "decimal", 4, np.dtype(np.int32))
     with pytest.raises(ValueError, match="itemsize"):
-        Basic("x", "signed", np.dtype(np.int32), 8)
+        Basic("x", "signed", 8, np.dtype(np.int32))
 
 
 def test_of_basic() -> None:

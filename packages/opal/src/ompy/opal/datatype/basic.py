@@ -56,10 +56,10 @@ class Basic:
     name: str
     #: One of :data:`KINDS`.
     kind: str = attrs.field(validator=_check_kind)
-    #: The native numpy dtype reading one element in this machine's representation.
-    dtype: np.dtype[np.generic] = attrs.field(converter=_as_dtype)
     #: Bytes of one element on this machine (always ``dtype.itemsize``).
     size: int = attrs.field(validator=_check_size)
+    #: The native numpy dtype reading one element in this machine's representation.
+    dtype: np.dtype[np.generic] = attrs.field(converter=_as_dtype)
 
     def __repr__(self) -> str:
         return f"Basic({self.name!r}, {self.kind}, {self.size} bytes)"
@@ -136,5 +136,5 @@ _TABLE: tuple[tuple[str, str, np.dtype[np.generic]], ...] = (
 
 #: Every basic element kind by name.
 BASICS: Final[Mapping[str, Basic]] = MappingProxyType(
-    {name: Basic(name, kind, dtype, dtype.itemsize) for name, kind, dtype in _TABLE}
+    {name: Basic(name, kind, dtype.itemsize, dtype) for name, kind, dtype in _TABLE}
 )

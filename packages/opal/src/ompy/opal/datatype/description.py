@@ -122,6 +122,16 @@ def merge_blocks(displ: IntArray, length: IntArray) -> tuple[IntArray, IntArray]
     return displ[starts], np.add.reduceat(length, starts)
 
 
+def _intervals_overlap(displ: IntArray, length: IntArray) -> bool:
+    """Whether byte intervals ``[displ, displ + length)`` (lengths > 0) share a byte."""
+    if len(displ) < 2:
+        return False
+    order = np.argsort(displ, kind="stable")
+    starts = displ[order]
+    ends = np.maximum.accumulate(starts + length[order])
+    return bool((starts[1:] < ends[:-1]).any())
+
+
 @attrs.frozen(eq=False, repr=False)
 class Description:
     """One element's flattened typemap: runs of basics plus MPI's bounds, all in bytes."""
@@ -483,30 +493,38 @@ class Description:
     def overlaps(self, count: SupportsIndex = 1) -> bool:
         """Whether some byte of data in ``count`` consecutive elements is covered twice.
 
-        Such a layout may be sent but never received into.
+        Such a layout may be sent but never received into.  Blocks laid out in order (a vector,
+        a subarray) answer in one pass; otherwise the blocks of the elements that can meet are
+        sorted.
         """
         count = _count(count, "count")
         if self.size == 0 or count == 0:
             return False
+        if self._overlaps_within:
+            return True
+        step = abs(self.extent)
+        if count == 1 or step >= self.true_extent:
+            return False
+        if step == 0:
+            return True
+        # Element j can only meet element 0 if j * |extent| < true extent.
+        copies = min(count, -(-self.true_extent // step))
         displ, length = self.blocks
-        copies = 1
-        if count > 1:
-            step = abs(self.extent)
-            if step == 0:
-                return True
-            # Element j can only meet element 0 if j * |extent| < true extent.
-            copies = min(count, -(-self.true_extent // step))
-            copies = max(copies, 1)
-        if copies > 1:
-            shifts = np.arange(copies, dtype=np.int64) * self.extent
-            displ = (shifts[:, None] + displ[None, :]).reshape(-1)
-            length = np.tile(length, copies)
+        shifts = np.arange(copies, dtype=np.int64) * self.extent
+        return _intervals_overlap(
+            (shifts[:, None] + displ[None, :]).reshape(-1), np.tile(length, copies)
+        )
+
+    @functools.cached_property
+    def _overlaps_within(self) -> bool:
+        """Whether one element's data covers some byte twice."""
+        displ, length = self.blocks
         if len(displ) < 2:
             return False
-        order = np.argsort(displ, kind="stable")
-        starts = displ[order]
-        ends = np.maximum.accumulate(starts + length[order])
-        return bool((starts[1:] < ends[:-1]).any())
+        ends = displ + length
+        if (ends[:-1] <= displ[1:]).all() or (ends[1:] <= displ[:-1]).all():
+            return False  # blocks in increasing (or decreasing) order, apart
+        return _intervals_overlap(displ, length)
 
     def signature_arrays(self, count: SupportsIndex = 1) -> tuple[npt.NDArray[np.int16], IntArray]:
         """:meth:`signature` as arrays: (index into :attr:`basics`, element count) per run."""
