@@ -290,7 +290,6 @@ class Collectives:
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
         if sendbuf is IN_PLACE:
-            st = _staging(c, call, _typed_of(recvspecs))
             staged = tuple(
                 _stage_w(c, call, spec, load=True, origin=peer)
                 for peer, spec in enumerate(recvspecs)
@@ -302,8 +301,7 @@ class Collectives:
         staged = tuple(
             _stage_w(c, call, spec, load=False, origin=peer) for peer, spec in enumerate(recvspecs)
         )
-        st = _Stagings([s for _, s in staged])
-        return c, sending, tuple(spec for spec, _ in staged), st
+        return c, sending, tuple(spec for spec, _ in staged), _Stagings([s for _, s in staged])
 
     def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
         """All to All Scatter/Gather General: a count, byte displacement and datatype per rank."""
@@ -633,10 +631,6 @@ def _staging(
 ) -> Staging:
     """The stand-ins of one call (:mod:`.staging`)."""
     return Staging(call, c, datatype)
-
-
-def _typed_of(specs: Sequence[BufferSpec]) -> Datatype | None:
-    return specs[0].datatype if specs else None
 
 
 def _stage_w(

@@ -109,7 +109,7 @@ class HeteroReductions:
     ) -> Any:
         staging = self.staging
         # In place the input is in the receive buffer (a reduce-scatter's whole input: .input).
-        source = send
+        source: BufferSpec | None = send
         if send.in_place:
             source = staging.input if staging.input is not None else recv
         assert source is not None
@@ -164,7 +164,8 @@ class HeteroReductions:
         description = datatype.layout.description
         signature = description.signature(count)
         kernel = comm.instance.op.kernel(op, datatype)
-        memory = staging.archs.memory if staging.archs is not None else None
+        assert staging.archs is not None
+        memory = staging.archs.memory
         result: memoryview | None = None
         for rank in ranks:
             block = gathered[rank * width : (rank + 1) * width]

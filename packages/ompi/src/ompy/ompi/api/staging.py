@@ -213,9 +213,9 @@ class Staging:
         description = datatype.layout.description
         if self.hetero:  # the reductions read the whole input from self.input
             whole = spec_of(buffer, offset, count, datatype)
-            result = spec_of(buffer, offset, first, datatype, readonly=False)
+            mine = spec_of(buffer, offset, first, datatype, readonly=False)
             self.input = self._restated(whole, reduced, per)
-            return self._restated(result, reduced, per)
+            return self._restated(mine, reduced, per)
         if plain(datatype):
             view = buffer[offset : offset + first * datatype.extent]
             return BufferSpec(view, first * per, reduced, buffer, offset)
