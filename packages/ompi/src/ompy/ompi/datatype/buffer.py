@@ -178,7 +178,7 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     except NonContiguousBufferError:
         return strided_spec(obj, datatype, count, displ, readonly=readonly)
     datatype = datatype or inferred
-    layout = _usable_layout(datatype)
+    layout = usable_layout(datatype)
     extent = layout.extent
     length = buffer.nbytes
     if count is None:
@@ -197,17 +197,18 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     return BufferSpec(view, count, datatype, buffer, offset)
 
 
-def _usable_layout(datatype: Datatype) -> Layout:
+def usable_layout(datatype: Datatype) -> Layout:
     """The layout of a datatype a message may use: not freed, and committed."""
     layout = datatype.layout  # ERR_TYPE for DATATYPE_NULL
     if layout.freed:
         raise freed_datatype_error(layout, "message")
     if not layout.committed:
-        name = datatype.Get_name() or "derived datatype"
+        name = datatype.Get_name()
         raise MPIException(
             ERR_TYPE,
-            f"message: the datatype {name} is not committed; call its Commit() method (t = "
-            "t.Commit()) before using it in a communication",
+            f"message: the {f'datatype {name}' if name else 'derived datatype'} is not "
+            "committed; call its Commit() method (t = t.Commit()) before using it in a "
+            "communication",
         )
     return layout
 
@@ -217,7 +218,7 @@ def spec_of(
 ) -> BufferSpec:
     """The spec of ``count`` elements of ``datatype`` from byte ``offset`` of ``buffer`` (a
     flat byte view): a view when the layout is contiguous, else a convertor."""
-    layout = _usable_layout(datatype)
+    layout = usable_layout(datatype)
     if layout.contiguous or not count:
         nbytes = count * layout.size
         if offset + nbytes > buffer.nbytes:
