@@ -86,7 +86,7 @@ def parse_vector_message(
     try:
         usable_layout(datatype)  # committed, not freed
     except MPIException as error:
-        detail = _unprefixed(error.detail or "")
+        detail = (error.detail or "").removeprefix("message: ")
         raise MPIException(error.Get_error_class(), f"{where}: {detail}") from None
     extent = datatype.extent
     if counts_spec is None:
