@@ -18,12 +18,16 @@ Where ompy differs from mpi4py 4.1, and why:
   in every call.  DLPack's CPU-accessible device types (CPU, CUDA host, ROCm host, CUDA
   managed) are host memory, as in mpi4py.
 - **CAI pointers are checked.**  The CUDA array interface says nothing about where its pointer
-  points (it was made for device memory), and mpi4py trusts it.  A wrong guess here would crash
-  the interpreter when numpy copies, so ompy accepts a CAI pointer only if every byte of the
-  buffer lies in a readable mapping of this process (``/proc/self/maps``), and, for a receive,
-  a writable one.  Device memory under CUDA's unified addressing is reserved in the process
-  without access rights, so it is refused, as is any pointer into no mapping at all.  ``stream``
-  is ignored (there is no device work to order against host copies); ``mask`` is refused.
+  points (it was made for device memory), and mpi4py takes every CAI buffer for device memory.
+  A wrong guess here would crash the interpreter when numpy copies, so ompy accepts a CAI
+  pointer only if every byte of the buffer lies in a readable mapping of this process
+  (``/proc/self/maps``), and, for a receive, a writable one (else the buffer is read-only).
+  Device memory under CUDA's unified addressing is reserved in the process without access
+  rights, so it is refused, as is any pointer into no mapping at all.  The check reads the
+  mappings on every CAI message (a fraction of a millisecond): CAI over host memory is rare,
+  and a stale cache could let a pointer into memory since unmapped crash the process.
+  ``stream`` is ignored (no device work to order against host copies).  A malformed interface
+  raises what mpi4py raises (``KeyError``, ``TypeError``, ``ValueError``, ``BufferError``).
 - **Legacy DLPack is read-only.**  An exporter without DLPack 1.0's ``max_version`` keyword
   cannot say whether its memory may be written; mpi4py assumes it may, ompy does as numpy does
   (``numpy.from_dlpack`` makes such arrays read-only): such buffers can be sent, not received
