@@ -232,6 +232,36 @@ def test_a_component_outside_the_selection_is_still_listed_but_marked(site):
     assert "spare 0.3 (interface 1.2) [not admitted by the 'infotest' selection]" in text
 
 
+def test_the_listing_shows_this_machines_architecture(site):
+    from ompy.opal.datatype.arch import SIZE_FIELDS, Arch
+
+    local = Arch.local()
+    text = run_info().stdout
+    assert f"Architecture:\n  byte order: {local.byteorder}-endian\n" in text
+    assert f"  long double format: {local.long_double.value} in {local.c_longdouble} bytes" in text
+    assert f"sizes in bytes: short {local.c_short}, int {local.c_int}, long {local.c_long}," in text
+    assert "presented to peers" not in text
+    lines = set(lines_of(run_info("--parsable")))
+    assert {
+        f"arch:local:byteorder:{local.byteorder}",
+        f"arch:local:long_double:{local.long_double.value}",
+        f"arch:presented:byteorder:{local.byteorder}",
+    } | {f"arch:local:size:{name}:{getattr(local, name)}" for name in SIZE_FIELDS} <= lines
+
+
+def test_the_listing_says_when_a_foreign_byte_order_is_presented(site):
+    other = "big" if sys.byteorder == "little" else "little"
+    text = run_info("--mca", "opal_arch_byteorder", other).stdout
+    assert f"  presented to peers: {other}-endian by every rank (opal_arch_byteorder;" in text
+    lines = lines_of(run_info("--parsable", env={"OMPY_MCA_opal_arch_byteorder": other}))
+    assert f"arch:presented:byteorder:{other}" in lines
+    assert "arch:presented:ranks:all" in lines
+    assert f"arch:local:byteorder:{sys.byteorder}" in lines
+    mixed = ("--mca", "opal_arch_byteorder", other, "--mca", "opal_arch_byteorder_ranks", "2,0")
+    assert f"{other}-endian by rank 0,2 (" in run_info(*mixed).stdout
+    assert "arch:presented:ranks:0,2" in lines_of(run_info(*mixed, "--parsable"))
+
+
 # -- parameters ----------------------------------------------------------------------------------
 
 

@@ -103,7 +103,19 @@ from ompy.ompi.constants import (
     InPlaceType,
 )
 from ompy.ompi.datatype import BY_KEY as _DATATYPES
-from ompy.ompi.datatype import DATATYPE_NULL, Datatype
+from ompy.ompi.datatype import COMBINERS as _COMBINERS
+from ompy.ompi.datatype import (
+    DATATYPE_NULL,
+    DISTRIBUTE_BLOCK,
+    DISTRIBUTE_CYCLIC,
+    DISTRIBUTE_DFLT_DARG,
+    DISTRIBUTE_NONE,
+    TYPECLASS_COMPLEX,
+    TYPECLASS_INTEGER,
+    TYPECLASS_LOGICAL,
+    TYPECLASS_REAL,
+    Datatype,
+)
 from ompy.ompi.errors import ERROR_CLASSES as _ERROR_CLASSES
 from ompy.ompi.errors import Exception
 from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group
@@ -132,6 +144,7 @@ from ompy.opal.codec import Pickle, pickle
 # MPI.INT, MPI.DOUBLE, ... and MPI.SUCCESS, MPI.ERR_TRUNCATE, ...
 globals().update(_DATATYPES)
 globals().update(_ERROR_CLASSES)
+globals().update(_COMBINERS)  # MPI.COMBINER_NAMED, MPI.COMBINER_VECTOR, ...
 
 __all__ = [
     "ANY_SOURCE",
@@ -266,5 +279,17 @@ __all__ += [
 ]
 __all__ += ["F_ERROR", "F_SOURCE", "F_STATUS_SIZE", "F_TAG", "Grequest"]  # status and requests
 __all__ += ["Pickle", "pickle"]  # the object codec of the lowercase calls
+# Derived datatypes (issue 13).
+__all__ += list(_COMBINERS)
+__all__ += [
+    "DISTRIBUTE_BLOCK",
+    "DISTRIBUTE_CYCLIC",
+    "DISTRIBUTE_DFLT_DARG",
+    "DISTRIBUTE_NONE",
+    "TYPECLASS_COMPLEX",
+    "TYPECLASS_INTEGER",
+    "TYPECLASS_LOGICAL",
+    "TYPECLASS_REAL",
+]
 
 init_on_import()

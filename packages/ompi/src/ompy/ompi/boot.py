@@ -5,8 +5,10 @@
 1. start the run-time (``ompy.orte.runtime.init``): identity and modex;
 2. build every world rank's :class:`~ompy.opal.proc.Proc` from the job map the launcher put
    in the identity (``ompy run`` always does), and stage this process's placement (node, pid,
-   local rank) in the modex; without a job map, commit and fence first and build the procs
-   from what every rank published (one more round trip through the launcher);
+   local rank) and architecture (:mod:`ompy.opal.datatype.arch`: the local one, or the foreign
+   byte order ``opal_arch_byteorder`` asks it to present) in the modex; without a job map,
+   commit and fence first and build the procs from what every rank published (one more round
+   trip through the launcher);
 3. build the BTL context and the PML context, and select the PML (its selection opens the
    BTLs, which publish their contact information);
 4. commit and fence, so every process sees every contact;
@@ -34,6 +36,8 @@ PROC_KEY = "ompi.proc"
 
 def start(thread_level: int) -> Instance:
     """Steps 1 to 5 of the module docstring: an instance with its PML, ready for communicators."""
+    from ompy.opal.datatype.arch import MODEX_KEY as ARCH_KEY
+    from ompy.opal.datatype.arch import PeerArchs, presented
     from ompy.opal.mca.base import open_framework
     from ompy.opal.mca.btl import BtlContext
     from ompy.opal.mca.params import registry as param_registry
@@ -62,6 +66,9 @@ def start(thread_level: int) -> Instance:
             "local_rank": identity.local_rank,
         },
     )
+    registry = param_registry()
+    arch = presented(registry, identity.rank)
+    modex.put(ARCH_KEY, arch.encode())
     if identity.rank_nodes:
         procs = _procs_from_job_map(identity, Proc)  # published with the contacts below
     else:
@@ -69,7 +76,6 @@ def start(thread_level: int) -> Instance:
         modex.fence()
         procs = _procs_from_modex(identity, modex, Proc)
     me = procs[identity.rank]
-    registry = param_registry()
     engine = ProgressEngine.from_params(registry, oversubscribed=identity.oversubscribed)
     secret = identity.secret if identity.secret is not None else os.urandom(32)
     btl_context = BtlContext(
@@ -81,7 +87,10 @@ def start(thread_level: int) -> Instance:
         job_size=identity.size,
     )
     framework = open_framework(pml_framework, registry)
-    context = PmlContext(proc=me, procs=procs, btl_context=btl_context, registry=registry)
+    archs = PeerArchs(modex, rank=identity.rank, published=arch)
+    context = PmlContext(
+        proc=me, procs=procs, btl_context=btl_context, registry=registry, archs=archs
+    )
     _component, offer = framework.select_one(context)
     pml = offer.module
     modex.commit()
@@ -99,6 +108,7 @@ def start(thread_level: int) -> Instance:
         runtime=runtime,
         pml_framework=framework,
         thread_level=thread_level,
+        archs=archs,
     )
 
 

@@ -25,6 +25,7 @@ import attrs
 
 from ompy.opal import codec as opal_codec
 from ompy.opal.codec import Pickle
+from ompy.opal.datatype.arch import PeerArchs
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.progress import ProgressEngine
@@ -115,6 +116,9 @@ class Instance:
     keyvals: KeyvalTable = attrs.field(factory=KeyvalTable, repr=False)
     #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).
     handles: HandleTable = attrs.field(factory=HandleTable, repr=False)
+    #: Every world rank's architecture from the modex (heterogeneous conversion); without a
+    #: run-time (loopback worlds) every rank is like this process.
+    archs: PeerArchs = attrs.field(factory=PeerArchs, repr=False)
 
     # -- threads -----------------------------------------------------------------------------
 

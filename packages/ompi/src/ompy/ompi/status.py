@@ -201,19 +201,14 @@ class Status:
 
         Meant for the query callback of a generalized request, as in mpi4py.
         """
-        layout = _datatype(datatype).layout
+        datatype = _datatype(datatype)
         count = operator.index(count)
         if count < 0:
             raise MPIException(ERR_COUNT, f"Set_elements: the count must not be negative: {count}")
-        basics = layout.basic_sizes
-        if not basics:
-            if count:
-                name = _name_of(datatype)
-                raise MPIException(ERR_COUNT, f"Set_elements: {name} has no basic elements")
-            nbytes = 0
-        else:
-            whole, rest = divmod(count, len(basics))
-            nbytes = whole * layout.size + sum(basics[:rest])
+        nbytes = datatype.bytes_of_elements(count)
+        if nbytes is None:
+            name = _name_of(datatype)
+            raise MPIException(ERR_COUNT, f"Set_elements: {name} has no basic elements")
         if nbytes > _COUNT_MAX:
             raise OverflowError(f"Set_elements: {count} elements ({nbytes} bytes) is too large")
         self._set_nbytes(nbytes)

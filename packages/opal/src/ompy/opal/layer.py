@@ -32,9 +32,11 @@ class Layer:
 
 
 def _register_params(registry: Registry) -> None:
+    from .datatype.arch import register_params as register_arch_params
     from .progress import register_params as register_progress_params
 
     register_progress_params(registry)
+    register_arch_params(registry)
 
 
 layer = Layer(

@@ -26,6 +26,7 @@ from ..datatype.buffer import (
     VectorBufferSpec,
     export_buffer,
     parse_buffer,
+    spec_of,
 )
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
@@ -34,6 +35,7 @@ from .checks import as_int
 from .communicator import Communicator
 from .in_place import given, or_in_place
 from .request import Request
+from .staging import Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
@@ -67,32 +69,40 @@ class Collectives:
 
     # -- broadcast -------------------------------------------------------------------------------
 
-    def _bcast_args(self, call: str, buf: Any, root: Any) -> tuple[Communicator, BufferSpec, int]:
+    def _bcast_args(
+        self, call: str, buf: Any, root: Any
+    ) -> tuple[Communicator, BufferSpec, int, Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         buf = given(buf, call, "buf")
-        return c, parse_buffer(buf, readonly=c.rank == root), root
+        spec = parse_buffer(buf, readonly=c.rank == root)
+        st = _staging(c, call, spec.datatype)
+        staged = st.send(spec) if c.rank == root else st.receive(spec, origin=root)
+        return c, staged, root, st
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         """Broadcast data from one process to all other processes."""
-        c, spec, root = self._bcast_args("Comm.Bcast", buf, root)
+        c, spec, root, st = self._bcast_args("Comm.Bcast", buf, root)
         c.coll.bcast(c, spec, root)
+        st.finish()
 
     def Ibcast(self, buf: Any, root: int = 0) -> Request:
         """Nonblocking broadcast."""
-        c, spec, root = self._bcast_args("Comm.Ibcast", buf, root)
-        return Request._of(c.coll.ibcast(c, spec, root), c)
+        c, spec, root, st = self._bcast_args("Comm.Ibcast", buf, root)
+        return Request._of(st.request(c.coll.ibcast(c, spec, root)), c)
 
     # -- gather ----------------------------------------------------------------------------------
 
     def _gather_args(
         self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
-    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec | None, int]:
+    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec | None, int, Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendbuf = given(sendbuf, call, "sendbuf")
-            return c, _send_spec(sendbuf, call, in_place=False), None, root
+            sendspec = _send_spec(sendbuf, call, in_place=False)
+            st = _staging(c, call, sendspec.datatype)
+            return c, st.send(sendspec), None, root, st
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if vector:
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
@@ -100,41 +110,49 @@ class Collectives:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
         if not sendspec.in_place:
-            _same_size(sendspec.view, recvspec.block(c.rank), call, "the root's receive block")
-        return c, sendspec, recvspec, root
+            _same_size(
+                sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "the root's receive block"
+            )
+        st = _staging(c, call, recvspec.datatype)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
+        return c, st.send(sendspec), staged, root, st
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         """Gather data to one process from all other processes."""
-        c, s, r, root = self._gather_args("Comm.Gather", sendbuf, recvbuf, root, False)
+        c, s, r, root, st = self._gather_args("Comm.Gather", sendbuf, recvbuf, root, False)
         c.coll.gather(c, s, r, root)
+        st.finish()
 
     def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         """Gather Vector: gather data to one process, with a count and displacement per rank."""
-        c, s, r, root = self._gather_args("Comm.Gatherv", sendbuf, recvbuf, root, True)
+        c, s, r, root, st = self._gather_args("Comm.Gatherv", sendbuf, recvbuf, root, True)
         c.coll.gatherv(c, s, r, root)
+        st.finish()
 
     def Igather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
         """Nonblocking gather."""
-        c, s, r, root = self._gather_args("Comm.Igather", sendbuf, recvbuf, root, False)
-        return Request._of(c.coll.igather(c, s, r, root), c)
+        c, s, r, root, st = self._gather_args("Comm.Igather", sendbuf, recvbuf, root, False)
+        return Request._of(st.request(c.coll.igather(c, s, r, root)), c)
 
     def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
         """Nonblocking gather vector."""
-        c, s, r, root = self._gather_args("Comm.Igatherv", sendbuf, recvbuf, root, True)
-        return Request._of(c.coll.igatherv(c, s, r, root), c)
+        c, s, r, root, st = self._gather_args("Comm.Igatherv", sendbuf, recvbuf, root, True)
+        return Request._of(st.request(c.coll.igatherv(c, s, r, root)), c)
 
     # -- scatter ---------------------------------------------------------------------------------
 
     def _scatter_args(
         self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
-    ) -> tuple[Communicator, VectorBufferSpec | None, BufferSpec, int]:
+    ) -> tuple[Communicator, VectorBufferSpec | None, BufferSpec, int, Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             recvbuf = given(recvbuf, call, "recvbuf")
             if recvbuf is IN_PLACE:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
-            return c, None, parse_buffer(recvbuf, readonly=False), root
+            recvspec = parse_buffer(recvbuf, readonly=False)
+            st = _staging(c, call, recvspec.datatype)
+            return c, None, st.receive(recvspec, origin=root), root, st
         sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
         if vector:
             sendspec = _vector(sendbuf, c.size, call, "sendbuf")
@@ -142,34 +160,39 @@ class Collectives:
             sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
         recvspec = parse_buffer(recvbuf, readonly=False, in_place=True)
         if not recvspec.in_place:
-            _same_size(sendspec.block(c.rank), recvspec.view, call, "the root's receive message")
-        return c, sendspec, recvspec, root
+            _same_size(
+                _block_bytes(sendspec, c.rank), recvspec.nbytes, call, "the root's receive message"
+            )
+        st = _staging(c, call, sendspec.datatype)
+        return c, st.blocks(sendspec, output=False), st.receive(recvspec), root, st
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         """Scatter data from one process to all other processes."""
-        c, s, r, root = self._scatter_args("Comm.Scatter", sendbuf, recvbuf, root, False)
+        c, s, r, root, st = self._scatter_args("Comm.Scatter", sendbuf, recvbuf, root, False)
         c.coll.scatter(c, s, r, root)
+        st.finish()
 
     def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         """Scatter Vector: scatter data from one process, with a count and displacement per rank."""
-        c, s, r, root = self._scatter_args("Comm.Scatterv", sendbuf, recvbuf, root, True)
+        c, s, r, root, st = self._scatter_args("Comm.Scatterv", sendbuf, recvbuf, root, True)
         c.coll.scatterv(c, s, r, root)
+        st.finish()
 
     def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
         """Nonblocking scatter."""
-        c, s, r, root = self._scatter_args("Comm.Iscatter", sendbuf, recvbuf, root, False)
-        return Request._of(c.coll.iscatter(c, s, r, root), c)
+        c, s, r, root, st = self._scatter_args("Comm.Iscatter", sendbuf, recvbuf, root, False)
+        return Request._of(st.request(c.coll.iscatter(c, s, r, root)), c)
 
     def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
         """Nonblocking scatter vector."""
-        c, s, r, root = self._scatter_args("Comm.Iscatterv", sendbuf, recvbuf, root, True)
-        return Request._of(c.coll.iscatterv(c, s, r, root), c)
+        c, s, r, root, st = self._scatter_args("Comm.Iscatterv", sendbuf, recvbuf, root, True)
+        return Request._of(st.request(c.coll.iscatterv(c, s, r, root)), c)
 
     # -- allgather -------------------------------------------------------------------------------
 
     def _allgather_args(
         self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
-    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec]:
+    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec, Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if vector:
@@ -178,34 +201,41 @@ class Collectives:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
         if not sendspec.in_place:
-            _same_size(sendspec.view, recvspec.block(c.rank), call, "this rank's receive block")
-        return c, sendspec, recvspec
+            _same_size(
+                sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "this rank's receive block"
+            )
+        st = _staging(c, call, recvspec.datatype)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
+        assert staged is not None
+        return c, st.send(sendspec), staged, st
 
     def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
         """Gather to All: gather data from all processes and distribute it to all."""
-        c, s, r = self._allgather_args("Comm.Allgather", sendbuf, recvbuf, False)
+        c, s, r, st = self._allgather_args("Comm.Allgather", sendbuf, recvbuf, False)
         c.coll.allgather(c, s, r)
+        st.finish()
 
     def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
         """Gather to All Vector."""
-        c, s, r = self._allgather_args("Comm.Allgatherv", sendbuf, recvbuf, True)
+        c, s, r, st = self._allgather_args("Comm.Allgatherv", sendbuf, recvbuf, True)
         c.coll.allgatherv(c, s, r)
+        st.finish()
 
     def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking gather to all."""
-        c, s, r = self._allgather_args("Comm.Iallgather", sendbuf, recvbuf, False)
-        return Request._of(c.coll.iallgather(c, s, r), c)
+        c, s, r, st = self._allgather_args("Comm.Iallgather", sendbuf, recvbuf, False)
+        return Request._of(st.request(c.coll.iallgather(c, s, r)), c)
 
     def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking gather to all vector."""
-        c, s, r = self._allgather_args("Comm.Iallgatherv", sendbuf, recvbuf, True)
-        return Request._of(c.coll.iallgatherv(c, s, r), c)
+        c, s, r, st = self._allgather_args("Comm.Iallgatherv", sendbuf, recvbuf, True)
+        return Request._of(st.request(c.coll.iallgatherv(c, s, r)), c)
 
     # -- all to all ------------------------------------------------------------------------------
 
     def _alltoall_args(
         self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
-    ) -> tuple[Communicator, VectorBufferSpec, VectorBufferSpec]:
+    ) -> tuple[Communicator, VectorBufferSpec, VectorBufferSpec, Staging]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -219,129 +249,165 @@ class Collectives:
             else:
                 sendspec = _blocks(sendbuf, size, readonly=True, call=call)
         if not sendspec.in_place:
-            _same_size(sendspec.block(c.rank), recvspec.block(c.rank), call, "the receive block")
-        return c, sendspec, recvspec
+            _same_size(
+                _block_bytes(sendspec, c.rank),
+                _block_bytes(recvspec, c.rank),
+                call,
+                "the receive block",
+            )
+        st = _staging(c, call, recvspec.datatype)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
+        sending = st.blocks(sendspec, output=False)
+        assert staged is not None and sending is not None
+        return c, sending, staged, st
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
         """All to All Scatter/Gather: send data from all to all processes in a group."""
-        c, s, r = self._alltoall_args("Comm.Alltoall", sendbuf, recvbuf, False)
+        c, s, r, st = self._alltoall_args("Comm.Alltoall", sendbuf, recvbuf, False)
         c.coll.alltoall(c, s, r)
+        st.finish()
 
     def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
         """All to All Scatter/Gather Vector."""
-        c, s, r = self._alltoall_args("Comm.Alltoallv", sendbuf, recvbuf, True)
+        c, s, r, st = self._alltoall_args("Comm.Alltoallv", sendbuf, recvbuf, True)
         c.coll.alltoallv(c, s, r)
+        st.finish()
 
     def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking all to all."""
-        c, s, r = self._alltoall_args("Comm.Ialltoall", sendbuf, recvbuf, False)
-        return Request._of(c.coll.ialltoall(c, s, r), c)
+        c, s, r, st = self._alltoall_args("Comm.Ialltoall", sendbuf, recvbuf, False)
+        return Request._of(st.request(c.coll.ialltoall(c, s, r)), c)
 
     def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking all to all vector."""
-        c, s, r = self._alltoall_args("Comm.Ialltoallv", sendbuf, recvbuf, True)
-        return Request._of(c.coll.ialltoallv(c, s, r), c)
+        c, s, r, st = self._alltoall_args("Comm.Ialltoallv", sendbuf, recvbuf, True)
+        return Request._of(st.request(c.coll.ialltoallv(c, s, r)), c)
 
     def _alltoallw_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...]]:
+    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...], _Stagings]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
         if sendbuf is IN_PLACE:
-            return c, None, recvspecs
+            staged = tuple(
+                _stage_w(c, call, spec, load=True, origin=peer)
+                for peer, spec in enumerate(recvspecs)
+            )
+            return c, None, tuple(spec for spec, _ in staged), _Stagings([s for _, s in staged])
         sendspecs = _w_specs(sendbuf, c.size, readonly=True, call=call)
-        _same_size(sendspecs[c.rank].view, recvspecs[c.rank].view, call, "the receive block")
-        return c, sendspecs, recvspecs
+        _same_size(sendspecs[c.rank].nbytes, recvspecs[c.rank].nbytes, call, "the receive block")
+        sending = tuple(_staging(c, call, spec.datatype).send(spec) for spec in sendspecs)
+        staged = tuple(
+            _stage_w(c, call, spec, load=False, origin=peer) for peer, spec in enumerate(recvspecs)
+        )
+        return c, sending, tuple(spec for spec, _ in staged), _Stagings([s for _, s in staged])
 
     def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
         """All to All Scatter/Gather General: a count, byte displacement and datatype per rank."""
-        c, s, r = self._alltoallw_args("Comm.Alltoallw", sendbuf, recvbuf)
+        c, s, r, st = self._alltoallw_args("Comm.Alltoallw", sendbuf, recvbuf)
         c.coll.alltoallw(c, s, r)
+        st.finish()
 
     def Ialltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:
         """Nonblocking all to all general."""
-        c, s, r = self._alltoallw_args("Comm.Ialltoallw", sendbuf, recvbuf)
-        return Request._of(c.coll.ialltoallw(c, s, r), c)
+        c, s, r, st = self._alltoallw_args("Comm.Ialltoallw", sendbuf, recvbuf)
+        return Request._of(st.request(c.coll.ialltoallw(c, s, r)), c)
 
     # -- reductions ------------------------------------------------------------------------------
 
     def _reduce_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Any, root: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec | None, int]:
+    ) -> tuple[Communicator, BufferSpec, BufferSpec | None, int, Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendspec = _send_spec(given(sendbuf, call, "sendbuf"), call, in_place=False)
+            st = _staging(c, call, sendspec.datatype, reduce=True)
+            sendspec = st.send(sendspec, reduce=True)
             _check_op(c, op, sendspec.datatype)
-            return c, sendspec, None, root
+            return c, sendspec, None, root, st
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
+        st = _staging(c, call, recvspec.datatype, reduce=True)
+        sendspec = st.send(sendspec, reduce=True)
+        recvspec = st.receive(recvspec, reduce=True, load=sendspec.in_place)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec, root
+        return c, sendspec, recvspec, root, st
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
         """Reduce to Root."""
-        c, s, r, root = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
-        c.coll.reduce(c, s, r, op, root)
+        c, s, r, root, st = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
+        st.table().reduce(c, s, r, op, root)
+        st.finish()
 
     def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
         """Reduce to Root (nonblocking)."""
-        c, s, r, root = self._reduce_args("Comm.Ireduce", sendbuf, recvbuf, op, root)
-        return Request._of(c.coll.ireduce(c, s, r, op, root), c)
+        c, s, r, root, st = self._reduce_args("Comm.Ireduce", sendbuf, recvbuf, op, root)
+        return Request._of(st.request(st.table().ireduce(c, s, r, op, root)), c)
 
     def _everyone_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec]:
+    ) -> tuple[Communicator, BufferSpec, BufferSpec, Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
+        st = _staging(c, call, recvspec.datatype, reduce=True)
+        sendspec = st.send(sendspec, reduce=True)
+        # Exscan leaves rank 0's buffer as it was: every stand-in starts with the buffer's data.
+        recvspec = st.receive(recvspec, reduce=True, load=True)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec
+        return c, sendspec, recvspec, st
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce to All."""
-        c, s, r = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
-        c.coll.allreduce(c, s, r, op)
+        c, s, r, st = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
+        st.table().allreduce(c, s, r, op)
+        st.finish()
 
     def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Reduce to All (nonblocking)."""
-        c, s, r = self._everyone_args("Comm.Iallreduce", sendbuf, recvbuf, op)
-        return Request._of(c.coll.iallreduce(c, s, r, op), c)
+        c, s, r, st = self._everyone_args("Comm.Iallreduce", sendbuf, recvbuf, op)
+        return Request._of(st.request(st.table().iallreduce(c, s, r, op)), c)
 
     def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Inclusive Scan."""
-        c, s, r = self._everyone_args("Intracomm.Scan", sendbuf, recvbuf, op)
-        c.coll.scan(c, s, r, op)
+        c, s, r, st = self._everyone_args("Intracomm.Scan", sendbuf, recvbuf, op)
+        st.table().scan(c, s, r, op)
+        st.finish()
 
     def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Inclusive Scan (nonblocking)."""
-        c, s, r = self._everyone_args("Intracomm.Iscan", sendbuf, recvbuf, op)
-        return Request._of(c.coll.iscan(c, s, r, op), c)
+        c, s, r, st = self._everyone_args("Intracomm.Iscan", sendbuf, recvbuf, op)
+        return Request._of(st.request(st.table().iscan(c, s, r, op)), c)
 
     def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Exclusive Scan (rank 0's receive buffer is left as it was)."""
-        c, s, r = self._everyone_args("Intracomm.Exscan", sendbuf, recvbuf, op)
-        c.coll.exscan(c, s, r, op)
+        c, s, r, st = self._everyone_args("Intracomm.Exscan", sendbuf, recvbuf, op)
+        st.table().exscan(c, s, r, op)
+        st.finish()
 
     def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Exclusive Scan (nonblocking)."""
-        c, s, r = self._everyone_args("Intracomm.Iexscan", sendbuf, recvbuf, op)
-        return Request._of(c.coll.iexscan(c, s, r, op), c)
+        c, s, r, st = self._everyone_args("Intracomm.Iexscan", sendbuf, recvbuf, op)
+        return Request._of(st.request(st.table().iexscan(c, s, r, op)), c)
 
     def _reduce_scatter_block_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec]:
+    ) -> tuple[Communicator, BufferSpec, BufferSpec, Staging]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if sendbuf is IN_PLACE:
             whole = _blocks(recvbuf, size, readonly=False, call=call)
-            recvspec = _first_block(whole)
+            st = _staging(c, call, whole.datatype, reduce=True)
+            count = whole.counts[0] if whole.counts else 0
+            offset = (whole.displs[0] if whole.displs else 0) * whole.datatype.extent
+            recvspec = st.whole(whole.buffer, offset, count * size, whole.datatype, count)
             _check_op(c, op, recvspec.datatype)
-            return c, parse_buffer(IN_PLACE, in_place=True), recvspec
+            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, st
         recvspec = parse_buffer(recvbuf, readonly=False)
         blocks = _blocks(sendbuf, size, readonly=True, call=call)
         _same_type(blocks.datatype, recvspec.datatype, call)
@@ -350,24 +416,30 @@ class Collectives:
                 f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
                 f"count {recvspec.count}"
             )
+        st = _staging(c, call, recvspec.datatype, reduce=True)
+        sendspec = st.send(_whole(blocks), reduce=True)
+        recvspec = st.receive(recvspec, reduce=True)
         _check_op(c, op, recvspec.datatype)
-        return c, _whole(blocks), recvspec
+        return c, sendspec, recvspec, st
 
     def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce-Scatter Block (regular, non-vector version)."""
-        c, s, r = self._reduce_scatter_block_args("Comm.Reduce_scatter_block", sendbuf, recvbuf, op)
-        c.coll.reduce_scatter_block(c, s, r, op)
+        c, s, r, st = self._reduce_scatter_block_args(
+            "Comm.Reduce_scatter_block", sendbuf, recvbuf, op
+        )
+        st.table().reduce_scatter_block(c, s, r, op)
+        st.finish()
 
     def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
         """Reduce-Scatter Block (nonblocking)."""
-        c, s, r = self._reduce_scatter_block_args(
+        c, s, r, st = self._reduce_scatter_block_args(
             "Comm.Ireduce_scatter_block", sendbuf, recvbuf, op
         )
-        return Request._of(c.coll.ireduce_scatter_block(c, s, r, op), c)
+        return Request._of(st.request(st.table().ireduce_scatter_block(c, s, r, op)), c)
 
     def _reduce_scatter_args(
         self, call: str, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec, tuple[int, ...]]:
+    ) -> tuple[Communicator, BufferSpec, BufferSpec, tuple[int, ...], Staging]:
         c = self._live(call)
         size, rank = c.size, c.rank
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -383,9 +455,14 @@ class Collectives:
                     f"{call}: mismatch in receive count {parsed.count} and sum(counts) "
                     f"{sum(counts)}"
                 )
-            _check_op(c, op, parsed.datatype)
-            recvspec = _prefix(parsed, counts[rank])
-            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, counts
+            st = _staging(c, call, parsed.datatype, reduce=True)
+            recvspec = st.whole(
+                parsed.buffer, parsed.offset, parsed.count, parsed.datatype, counts[rank]
+            )
+            _check_op(c, op, recvspec.datatype)
+            per = recvspec.count // counts[rank] if counts[rank] else _per(c, call, parsed)
+            scaled = tuple(count * per for count in counts)
+            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, scaled, st
         sendspec = _send_spec(sendbuf, call, in_place=False)
         if recvcounts is None:
             counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
@@ -401,26 +478,31 @@ class Collectives:
                 f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] "
                 f"{counts[rank]}"
             )
-        _check_op(c, op, parsed.datatype)
-        return c, sendspec, parsed, counts
+        st = _staging(c, call, parsed.datatype, reduce=True)
+        per = _per(c, call, parsed)
+        sendspec = st.send(sendspec, reduce=True)
+        recvspec = st.receive(parsed, reduce=True)
+        _check_op(c, op, recvspec.datatype)
+        return c, sendspec, recvspec, tuple(count * per for count in counts), st
 
     def Reduce_scatter(
         self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
     ) -> None:
         """Reduce-Scatter (vector version)."""
-        c, s, r, counts = self._reduce_scatter_args(
+        c, s, r, counts, st = self._reduce_scatter_args(
             "Comm.Reduce_scatter", sendbuf, recvbuf, recvcounts, op
         )
-        c.coll.reduce_scatter(c, s, r, counts, op)
+        st.table().reduce_scatter(c, s, r, counts, op)
+        st.finish()
 
     def Ireduce_scatter(
         self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
     ) -> Request:
         """Reduce-Scatter (nonblocking)."""
-        c, s, r, counts = self._reduce_scatter_args(
+        c, s, r, counts, st = self._reduce_scatter_args(
             "Comm.Ireduce_scatter", sendbuf, recvbuf, recvcounts, op
         )
-        return Request._of(c.coll.ireduce_scatter(c, s, r, counts, op), c)
+        return Request._of(st.request(st.table().ireduce_scatter(c, s, r, counts, op)), c)
 
     # -- pickled objects -------------------------------------------------------------------------
 
@@ -530,12 +612,59 @@ def _reduction_send(sendbuf: Any, recvspec: BufferSpec, call: str) -> BufferSpec
     return sendspec
 
 
-def _same_size(sent: memoryview, received: memoryview, call: str, where: str) -> None:
-    if sent.nbytes != received.nbytes:
+def _same_size(sent: int, received: int, call: str, where: str) -> None:
+    """Both messages hold as many bytes of data (their packed sizes)."""
+    if sent != received:
         raise ValueError(
-            f"{call}: this rank's send message has {sent.nbytes} bytes but {where} has "
-            f"{received.nbytes}; the counts and datatypes must describe the same amount of data"
+            f"{call}: this rank's send message has {sent} bytes but {where} has "
+            f"{received}; the counts and datatypes must describe the same amount of data"
         )
+
+
+def _block_bytes(spec: VectorBufferSpec, index: int) -> int:
+    """Bytes of data (packed) in block ``index`` of a vector message."""
+    return spec.counts[index] * spec.datatype.size if spec.counts else 0
+
+
+def _staging(
+    c: Communicator, call: str, datatype: Datatype | None, *, reduce: bool = False
+) -> Staging:
+    """The stand-ins of one call (:mod:`.staging`)."""
+    return Staging(call, c, datatype)
+
+
+def _stage_w(
+    c: Communicator, call: str, spec: BufferSpec, *, load: bool, origin: int
+) -> tuple[BufferSpec, Staging]:
+    """Alltoallw: every block has its own datatype, so its own staging."""
+    st = _staging(c, call, spec.datatype)
+    return st.receive(spec, load=load, origin=origin), st
+
+
+class _Stagings:
+    """The stagings of an alltoallw (one per block), finished together."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[Staging]) -> None:
+        self.parts = parts
+
+    def finish(self) -> None:
+        for part in self.parts:
+            part.finish()
+
+    def request(self, inner: Any) -> Any:
+        pending = [part for part in self.parts if part.pending]
+        if not pending:
+            return inner
+        combined = Staging(pending[0].call)
+        combined._after = [after for part in pending for after in part._after]
+        return combined.request(inner)
+
+
+def _per(c: Communicator, call: str, spec: BufferSpec) -> int:
+    """Predefined elements per element of ``spec``'s datatype in a reduction."""
+    return reduction_type(spec.datatype, call)[1]
 
 
 def _counts(recvcounts: Any, size: int, call: str) -> tuple[int, ...]:
@@ -579,6 +708,15 @@ def _count_given(msg: Any) -> bool:
 def _blocks(msg: Any, size: int, *, readonly: bool, call: str) -> VectorBufferSpec:
     """A message of ``size`` equal blocks, as mpi4py reads it: an explicit count is per block."""
     spec = parse_buffer(msg, readonly=readonly)
+    if (
+        spec.convertor is not None
+        and spec.convertor.description is not spec.datatype.layout.description
+    ):
+        raise ValueError(
+            f"{call}: a non-contiguous array cannot be cut into one block per rank; pass a "
+            "contiguous array (numpy.ascontiguousarray) or describe a block with a derived "
+            "datatype"
+        )
     extent = spec.datatype.extent
     if _count_given(msg):
         each = spec.count
@@ -600,26 +738,11 @@ def _blocks(msg: Any, size: int, *, readonly: bool, call: str) -> VectorBufferSp
     return VectorBufferSpec(spec.buffer, (each,) * size, displs, spec.datatype)
 
 
-def _first_block(blocks: VectorBufferSpec) -> BufferSpec:
-    """Block 0 of ``blocks`` as a BufferSpec whose buffer/offset reach the whole message."""
-    count = blocks.counts[0] if blocks.counts else 0
-    offset = (blocks.displs[0] if blocks.displs else 0) * blocks.datatype.extent
-    view = blocks.buffer[offset : offset + count * blocks.datatype.extent]
-    return BufferSpec(view, count, blocks.datatype, blocks.buffer, offset)
-
-
 def _whole(blocks: VectorBufferSpec) -> BufferSpec:
     """Every block of a regular message, as one BufferSpec."""
     total = sum(blocks.counts)
     offset = (blocks.displs[0] if blocks.displs else 0) * blocks.datatype.extent
-    view = blocks.buffer[offset : offset + total * blocks.datatype.extent]
-    return BufferSpec(view, total, blocks.datatype, blocks.buffer, offset)
-
-
-def _prefix(spec: BufferSpec, count: int) -> BufferSpec:
-    """The first ``count`` elements of ``spec``, keeping its buffer and offset."""
-    view = spec.view[: count * spec.datatype.extent]
-    return BufferSpec(view, count, spec.datatype, spec.buffer, spec.offset)
+    return spec_of(blocks.buffer, offset, total, blocks.datatype)
 
 
 def _w_specs(msg: Any, size: int, *, readonly: bool, call: str) -> tuple[BufferSpec, ...]:
@@ -686,7 +809,11 @@ def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
     mine = parse_buffer(np.array([count], dtype=np.int64))
     spec = parse_buffer(sizes, readonly=False)
     blocks = VectorBufferSpec(spec.buffer, (1,) * c.size, tuple(range(c.size)), spec.datatype)
-    c.coll.allgather(c, mine, blocks)
+    st = _staging(c, "Comm.Reduce_scatter", spec.datatype)  # converted in a heterogeneous job
+    staged = st.blocks(blocks, output=True, load=False, origins=range(c.size))
+    assert staged is not None
+    c.coll.allgather(c, st.send(mine), staged)
+    st.finish()
     return sizes
 
 

@@ -16,12 +16,17 @@ forms are read by :mod:`ompy.ompi.api.vector_messages` into a :class:`VectorBuff
 
 ``buf`` is anything that exports the buffer protocol (numpy arrays, bytes, bytearray,
 ``array.array``, memoryview), or host memory exported through DLPack, the CUDA array interface
-or ``__array_interface__`` (:mod:`.exporters`; device memory is refused); it must be contiguous
-(C or Fortran order).  ``datatype`` is a :class:`Datatype` or a code such as ``"d"`` or
-``"i4"``.  Counts and displacements are in elements of the datatype.  What comes out is a
-:class:`BufferSpec`: a flat byte memoryview of exactly the message, its count and datatype.
-Ranks are the caller's business: with ``PROC_NULL`` the API layer does not parse the message
-at all, as mpi4py does.
+or ``__array_interface__`` (:mod:`.exporters`; device memory is refused).  ``datatype`` is a
+:class:`Datatype` (predefined, or derived and committed) or a code such as ``"d"`` or ``"i4"``.
+Counts and displacements are in elements of the datatype (displacements step by its extent).
+What comes out is a :class:`BufferSpec`: its count and datatype, and either a flat byte
+memoryview of exactly the message (a contiguous layout: zero copy) or an opal ``Convertor`` that
+packs and unpacks it (a non-contiguous derived datatype).  Ranks are the caller's business: with
+``PROC_NULL`` the API layer does not parse the message at all, as mpi4py does.
+
+An ompy extension: a non-contiguous numpy array (``a[::2]``, a column ``b[:, 3]``, any strided
+view) is accepted as it is; its layout becomes a derived datatype built from its shape and
+strides (:func:`strided_spec`), so no copy is made by the program.
 """
 
 from __future__ import annotations
@@ -34,11 +39,14 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ompy.opal.datatype.convertor import Convertor
+
 from ..constants import BOTTOM, IN_PLACE
 from ..errors import ERR_COUNT, ERR_TYPE
 from ..errors import Exception as MPIException
 from .datatype import Datatype
 from .exporters import host_array
+from .layout import Layout, freed_datatype_error
 from .predefined import (
     BYTE,
     DOUBLE_INT,
@@ -60,15 +68,22 @@ class ReadOnlyBufferError(BufferError, TypeError):
 
 
 class NonContiguousBufferError(BufferError, ValueError):
-    """The buffer's elements are not adjacent in memory (a strided view or slice)."""
+    """The buffer's elements are not adjacent in memory (a strided view or slice).
+
+    :func:`export_buffer` raises it; :func:`parse_buffer` catches it and describes the layout
+    with a derived datatype instead (:func:`strided_spec`), so programs do not see it.
+    """
 
 
 @attrs.define(slots=True, eq=False)
 class BufferSpec:
     """One message: its bytes, and how many elements of which datatype they hold.
 
-    ``view`` is a flat, byte-format memoryview of exactly the message (``count * extent``
-    bytes starting ``offset`` bytes into ``buffer``, the whole exported buffer).
+    Without a ``convertor``, ``view`` is a flat, byte-format memoryview of exactly the message:
+    its packed stream (``count * size`` bytes of a contiguous layout starting ``offset`` bytes
+    into ``buffer``, the whole exported buffer; or a copy already packed, as a buffered send
+    makes).  With one (a non-contiguous layout) ``view`` is empty and the convertor packs and
+    unpacks the ``count`` elements whose displacement 0 is byte ``offset`` of ``buffer``.
     """
 
     view: memoryview
@@ -78,11 +93,19 @@ class BufferSpec:
     offset: int = 0
     #: True only for ``MPI.IN_PLACE`` (then the other fields describe an empty message).
     in_place: bool = False
+    #: The convertor of a non-contiguous layout; None when ``view`` holds the message.
+    convertor: Convertor | None = None
 
     @property
     def nbytes(self) -> int:
-        """Bytes in the message (``count`` times the datatype's extent)."""
-        return self.view.nbytes
+        """Bytes in the message's packed stream (``count`` times the datatype's size)."""
+        convertor = self.convertor
+        return self.view.nbytes if convertor is None else convertor.packed_size
+
+    def packed(self) -> memoryview:
+        """The message's packed stream: ``view`` itself, or a packed copy (convertor)."""
+        convertor = self.convertor
+        return self.view if convertor is None else convertor.pack_all()
 
 
 @attrs.define(slots=True, eq=False)
@@ -150,13 +173,19 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
             )
         return BufferSpec(_EMPTY, 0, datatype or BYTE, _EMPTY)
 
-    buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
+    try:
+        buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
+    except NonContiguousBufferError:
+        return strided_spec(obj, datatype, count, displ, readonly=readonly)
     datatype = datatype or inferred
-    extent = _extent(datatype)
+    layout = _usable_layout(datatype)
+    extent = layout.extent
     length = buffer.nbytes
     if count is None:
         count = _whole_elements(length - displ * extent, extent, datatype, obj, displ)
     offset = displ * extent
+    if not layout.contiguous and count:
+        return _derived_spec(obj, buffer, offset, count, datatype, readonly=readonly)
     nbytes = count * extent
     if offset + nbytes > length:
         raise ValueError(
@@ -166,6 +195,150 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
         )
     view = buffer if nbytes == length else buffer[offset : offset + nbytes]
     return BufferSpec(view, count, datatype, buffer, offset)
+
+
+def _usable_layout(datatype: Datatype) -> Layout:
+    """The layout of a datatype a message may use: not freed, and committed."""
+    layout = datatype.layout  # ERR_TYPE for DATATYPE_NULL
+    if layout.freed:
+        raise freed_datatype_error(layout, "message")
+    if not layout.committed:
+        name = datatype.Get_name() or "derived datatype"
+        raise MPIException(
+            ERR_TYPE,
+            f"message: the datatype {name} is not committed; call its Commit() method (t = "
+            "t.Commit()) before using it in a communication",
+        )
+    return layout
+
+
+def spec_of(
+    buffer: memoryview, offset: int, count: int, datatype: Datatype, *, readonly: bool = True
+) -> BufferSpec:
+    """The spec of ``count`` elements of ``datatype`` from byte ``offset`` of ``buffer`` (a
+    flat byte view): a view when the layout is contiguous, else a convertor."""
+    layout = _usable_layout(datatype)
+    if layout.contiguous or not count:
+        nbytes = count * layout.size
+        if offset + nbytes > buffer.nbytes:
+            raise ValueError(
+                f"message: {count} x {datatype.Get_name()} at byte {offset} does not fit in the "
+                f"buffer of {buffer.nbytes} bytes"
+            )
+        return BufferSpec(buffer[offset : offset + nbytes], count, datatype, buffer, offset)
+    return _derived_spec(buffer, buffer, offset, count, datatype, readonly=readonly)
+
+
+def _derived_spec(
+    obj: Any, buffer: memoryview, offset: int, count: int, datatype: Datatype, *, readonly: bool
+) -> BufferSpec:
+    """The spec of ``count`` elements of a non-contiguous datatype: a convertor over ``buffer``."""
+    description = datatype.layout.description
+    if not readonly and description.overlaps(count):
+        raise MPIException(
+            ERR_TYPE,
+            f"message: the receive datatype {datatype.Get_name() or '(derived)'} covers some "
+            "bytes twice (its typemap overlaps), so a receive into it is undefined; use a "
+            "layout where every byte appears once",
+        )
+    try:
+        convertor = Convertor(description, buffer, offset, count)
+    except ValueError as error:
+        raise ValueError(
+            f"message: {count} x {datatype.Get_name() or 'derived datatype'} at byte {offset} "
+            f"does not fit in the buffer ({_describe(obj)}): {error}"
+        ) from None
+    view = convertor.contiguous_view()
+    if view is not None:  # contiguous after all (e.g. a shifted lower bound): no copy
+        return BufferSpec(view, count, datatype, buffer, offset)
+    return BufferSpec(_EMPTY, count, datatype, buffer, offset, convertor=convertor)
+
+
+def strided_spec(
+    obj: Any,
+    datatype: Datatype | None = None,
+    count: int | None = None,
+    displ: int = 0,
+    *,
+    readonly: bool = True,
+) -> BufferSpec:
+    """The spec of a non-contiguous array, through a datatype made from its shape and strides.
+
+    An ompy extension (mpi4py refuses such buffers): ``comm.Send(a[::2], ...)`` or
+    ``comm.Recv(b[:, 3], ...)`` move the array's elements where they lie, in C (row-major)
+    order, without a copy by the program.  The message is the whole array; its elements are
+    of the array's own predefined datatype (a datatype given with it must be that one).
+    """
+    array = _as_array(obj)
+    element = datatype_of_dtype(array.dtype)
+    if datatype is not None and datatype != element:
+        raise TypeError(
+            f"message: the buffer ({_describe(array)}) is not contiguous, and the datatype "
+            f"{datatype.Get_name()} is not its element type {element.Get_name()}; ompy sends a "
+            "strided array as its own elements: give no datatype, or a contiguous buffer"
+        )
+    if count not in (None, array.size) or displ:
+        raise ValueError(
+            f"message: the buffer ({_describe(array)}) is not contiguous; ompy sends such an "
+            f"array whole ({array.size} elements), so a count ({count}) or a displacement "
+            f"({displ}) cannot be given with it: slice the array instead"
+        )
+    if not readonly and not array.flags.writeable:
+        raise ReadOnlyBufferError(
+            f"message: the receive buffer ({_describe(array)}) is read-only; "
+            "receive into a writable array"
+        )
+    if array.size == 0:
+        return BufferSpec(_EMPTY, 0, element, _EMPTY)
+    region, origin = _strided_region(array)
+    description = element.layout.description
+    for extent, stride in zip(reversed(array.shape), reversed(array.strides), strict=True):
+        if extent > 1:
+            description = description.hvector(extent, 1, stride)
+    if not readonly and description.overlaps():
+        raise MPIException(
+            ERR_TYPE,
+            f"message: the receive buffer ({_describe(array)}, strides {array.strides}) "
+            "holds some elements more than once (a zero stride or overlapping view), so a "
+            "receive into it is undefined; receive into an array without repeats",
+        )
+    convertor = Convertor(description, region, origin, 1)
+    view = convertor.contiguous_view()
+    if view is not None:
+        return BufferSpec(view, array.size, element, region, origin)
+    return BufferSpec(_EMPTY, array.size, element, region, origin, convertor=convertor)
+
+
+def _as_array(obj: Any) -> np.ndarray:
+    """``obj`` as a numpy array sharing its memory (strides kept)."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    try:
+        return np.asarray(memoryview(obj))
+    except TypeError:
+        return _array_from_protocols(obj)[0]
+
+
+def _strided_region(array: np.ndarray) -> tuple[memoryview, int]:
+    """The flat bytes from the lowest to the highest byte of ``array``, and where its first
+    element lies in them (a negative stride puts it after others)."""
+    low = high = 0
+    corner = []
+    for extent, stride in zip(array.shape, array.strides, strict=True):
+        reach = (extent - 1) * stride
+        if stride < 0:
+            low += reach
+            corner.append(slice(extent - 1, extent))
+        else:
+            high += reach
+            corner.append(slice(0, 1))
+    itemsize = array.itemsize
+    span = high - low + itemsize
+    lowest = array[tuple(corner)]  # the element at the lowest address, as an array
+    items = -(-span // itemsize)
+    flat = np.lib.stride_tricks.as_strided(lowest, shape=(items,), strides=(itemsize,))
+    region = flat.reshape(-1).view(np.uint8)[:span]
+    return memoryview(region), -low
 
 
 def export_buffer(

@@ -1,81 +1,45 @@
-"""The :class:`Datatype` handle and the layout it refers to.
+"""The :class:`Datatype` handle: queries, names, codes, envelope, life cycle and pickling.
 
-A datatype describes the memory of one element: its ``size`` (bytes of data), its ``extent``
-(the stride from one element to the next, padding included) and the basic elements it is made
-of (``Get_elements`` counts those).  Every element type here is backed by a numpy dtype, so the
-convertor and the reduction operations can view a buffer as a typed array without a table of
-their own.
+A datatype describes the memory of one element: its typemap (an opal ``Description`` held by
+the :class:`~ompy.ompi.datatype.layout.Layout` the handle refers to), its ``size`` (bytes of
+data), its bounds and ``extent`` (the stride from one element to the next).  The constructors
+live in :mod:`.constructors`, Pack/Unpack in :mod:`.packing`, the Fortran and value/index
+lookups in :mod:`.matching`; this class puts them together.
 
 Like mpi4py's, a :class:`Datatype` object is a *handle*: ``Datatype(t)`` refers to the same
 datatype as ``t``, ``Free()`` turns the handle into ``DATATYPE_NULL``, and equality is identity
-of the datatype referred to.
+of the datatype referred to.  A derived datatype pickles as the call that made it (its
+envelope, through :meth:`Datatype.decode`), so it travels to another process, as in mpi4py.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Self
+from typing import Any, Self
 
 import attrs
-import numpy as np
 
 from ..attributes import AttributeSet, CachesAttributes, process_keyvals
 from ..constants import UNDEFINED
 from ..errors import ERR_TYPE
 from ..errors import Exception as MPIException
 from ..handle import Handle
+from .constructors import Constructors
+from .envelope import (
+    COMBINER_DUP,
+    COMBINER_NAMED,
+    COMBINER_NAMES,
+    COMBINER_VALUE_INDEX,
+    Envelope,
+    decode_params,
+)
+from .layout import MAX_NAME, Layout, freed_datatype_error, null_datatype_error
+from .matching import Matching
+from .packing import Packing
+
+__all__ = ["MAX_NAME", "Datatype", "Layout", "null_datatype_error", "require_committed"]
 
 
-@attrs.define(eq=False)
-class Layout:
-    """What a datatype handle refers to; one object per datatype (identity is equality).
-
-    Only ``name`` changes after creation (``Set_name``), and it changes for every handle.
-    """
-
-    #: The MPI name, e.g. ``"MPI_DOUBLE"``; ``Set_name`` replaces it on the handle's layout.
-    name: str
-    #: numpy view of one element (a structured dtype for the pair types).
-    dtype: np.dtype
-    #: Bytes of data per element (padding excluded).
-    size: int
-    #: Byte sizes of the basic elements one element is made of, in memory order.
-    basic_sizes: tuple[int, ...]
-    #: The single-character code (``"d"``, ``"i"``, ...), or ``""`` when there is none.
-    typechar: str
-    predefined: bool
-    #: The attribute name in ``MPI`` of a predefined datatype (``"DOUBLE"``), used to pickle it.
-    key: str = ""
-    #: The attributes cached on the datatype (``Datatype.Set_attr``).
-    attributes: AttributeSet = attrs.field(factory=AttributeSet, repr=False)
-    #: The predefined datatype this one duplicates (``Dup``), by which it pickles.
-    dup_of: Datatype | None = attrs.field(default=None, repr=False)
-
-    @property
-    def extent(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def true_extent(self) -> int:
-        """Bytes from the first to the last byte of data (trailing padding excluded)."""
-        if self.dtype.fields is None:
-            return self.dtype.itemsize
-        return max(offset + sub.itemsize for sub, offset, *_ in self.dtype.fields.values())
-
-    @property
-    def contiguous(self) -> bool:
-        """Whether ``count`` elements are ``count * size`` bytes of data without gaps."""
-        return self.size == self.extent
-
-
-def null_datatype_error(what: str = "operation") -> MPIException:
-    return MPIException(
-        ERR_TYPE,
-        f"{what} on DATATYPE_NULL (a null or freed datatype); pass a predefined datatype such as "
-        "MPI.DOUBLE or one made with a Create_* call",
-    )
-
-
-class Datatype(CachesAttributes, Handle, referent="_layout"):
+class Datatype(Constructors, Matching, Packing, CachesAttributes, Handle, referent="_layout"):
     """Datatype object."""
 
     __slots__ = ("_layout",)
@@ -89,56 +53,55 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
         handle._layout = layout
         return handle
 
-    # -- handle semantics (equality, hash, truth, pickling, integers come from Handle) ---
+    # -- handle semantics (equality, hash, truth, integers come from Handle) -----------------
 
     def __repr__(self) -> str:
-        if self._layout is None:
-            return "<Datatype DATATYPE_NULL>"
-        return f"<Datatype {self.Get_name() or 'unnamed'}>"
-
-    def _predefined_handle(self) -> Datatype | None:
-        named = self._predefined_of()
-        return named[1] if named is not None else None  # type: ignore[return-value]
-
-    def _reduce_user(self) -> tuple[Any, ...]:
-        """A duplicate of a predefined datatype travels as one (mpi4py's combiner form)."""
         layout = self._layout
-        if layout is None or layout.dup_of is None:
-            return super()._reduce_user()  # type: ignore[return-value]
-        return (_duplicate, (layout.dup_of,))
+        if layout is None:
+            return "<Datatype DATATYPE_NULL>"
+        return f"<Datatype {layout.name or 'unnamed'}>"
+
+    @property
+    def layout(self) -> Layout:
+        """The layout this handle refers to; an ``ERR_TYPE`` error if null or freed."""
+        layout = self._layout
+        if layout is None:
+            raise null_datatype_error()
+        if layout.refs <= 0:
+            raise freed_datatype_error(layout)
+        return layout
+
+    def _checked(self, call: str) -> Layout:
+        layout = self._layout
+        if layout is None:
+            raise null_datatype_error(call)
+        if layout.refs <= 0:
+            raise freed_datatype_error(layout, call)
+        return layout
 
     # -- attributes (the methods come from CachesAttributes) ---------------------------------
 
     def _attributes(self, call: str) -> AttributeSet:
-        layout = self._layout
-        if layout is None:
-            raise null_datatype_error(call)
-        return layout.attributes
+        return self._checked(call).attributes
 
     def _attr_handle(self) -> tuple[Any, Any]:
         return Datatype._lend(self.layout)
-
-    @property
-    def layout(self) -> Layout:
-        """The layout this handle refers to; an MPI error with ``ERR_TYPE`` for a null handle."""
-        layout = self._layout
-        if layout is None:
-            raise null_datatype_error()
-        return layout
 
     # -- size and extent ----------------------------------------------------------------------
 
     def Get_size(self) -> int:
         """Return the number of bytes occupied by entries in the datatype."""
-        return self.layout.size
+        return self._checked("Get_size").size
 
     def Get_extent(self) -> tuple[int, int]:
         """Return lower bound and extent of datatype."""
-        return 0, self.layout.extent
+        layout = self._checked("Get_extent")
+        return layout.lb, layout.extent
 
     def Get_true_extent(self) -> tuple[int, int]:
         """Return the true lower bound and extent of a datatype."""
-        return 0, self.layout.true_extent
+        layout = self._checked("Get_true_extent")
+        return layout.true_lb, layout.true_extent
 
     @property
     def size(self) -> int:
@@ -148,44 +111,118 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
     @property
     def extent(self) -> int:
         """Extent."""
-        return self.layout.extent
+        return self._checked("extent").extent
 
     @property
     def lb(self) -> int:
         """Lower bound."""
-        return self.Get_extent()[0]
+        return self._checked("lb").lb
 
     @property
     def ub(self) -> int:
         """Upper bound."""
-        lb, extent = self.Get_extent()
-        return lb + extent
+        return self._checked("ub").ub
 
     @property
     def true_extent(self) -> int:
         """True extent."""
-        return self.layout.true_extent
+        return self._checked("true_extent").true_extent
 
     @property
     def true_lb(self) -> int:
         """True lower bound."""
-        return self.Get_true_extent()[0]
+        return self._checked("true_lb").true_lb
 
     @property
     def true_ub(self) -> int:
         """True upper bound."""
-        lb, extent = self.Get_true_extent()
-        return lb + extent
+        layout = self._checked("true_ub")
+        return layout.true_lb + layout.true_extent
+
+    # -- decoding -------------------------------------------------------------------------------
+
+    def Get_envelope(self) -> tuple[int, int, int, int, int]:
+        """Return the number of input arguments used to create a datatype."""
+        return self._checked("Get_envelope").envelope.sizes()
+
+    @property
+    def envelope(self) -> tuple[int, int, int, int, int]:
+        """Envelope."""
+        return self.Get_envelope()
+
+    def Get_contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
+        """Return the input arguments used to create a datatype."""
+        envelope = self._checked("Get_contents").envelope
+        if envelope.combiner == COMBINER_NAMED:
+            raise MPIException(
+                ERR_TYPE,
+                f"Get_contents on the named datatype {self.Get_name()}: a predefined datatype "
+                "has no contents (check Get_envelope()'s combiner for COMBINER_NAMED first)",
+            )
+        return (
+            list(envelope.integers),
+            list(envelope.addresses),
+            list(envelope.counts),
+            [_reference(datatype) for datatype in envelope.datatypes],
+        )
+
+    @property
+    def contents(self) -> tuple[list[int], list[int], list[int], list[Datatype]]:
+        """Contents."""
+        return self.Get_contents()
+
+    def decode(self) -> tuple[Datatype, str, dict[str, Any]]:
+        """Convenience method for decoding a datatype.
+
+        Returns ``(base, combiner name, keyword arguments)``: the datatype the constructor was
+        called on (``DATATYPE_NULL`` for ``Create_struct`` and the class methods), and what
+        ``Create_<combiner>(**arguments)`` on it needs to make an equal datatype again.
+        """
+        envelope = self._checked("decode").envelope
+        name = COMBINER_NAMES[envelope.combiner]
+        if envelope.combiner == COMBINER_NAMED:
+            return self, name, {}
+        params = decode_params(envelope)
+        for key in ("datatypes", "value", "index"):
+            if key in params:
+                value = params[key]
+                params[key] = (
+                    [_reference(d) for d in value] if isinstance(value, list) else _reference(value)
+                )
+        if len(envelope.datatypes) == 1:
+            return _reference(envelope.datatypes[0]), name, params
+        from .predefined import DATATYPE_NULL  # the predefined datatypes are made of this class
+
+        return DATATYPE_NULL, name, params
+
+    @property
+    def combiner(self) -> int:
+        """Combiner."""
+        return self._checked("combiner").envelope.combiner
+
+    @property
+    def is_named(self) -> bool:
+        """Is a named datatype."""
+        return self._checked("is_named").envelope.combiner == COMBINER_NAMED
+
+    @property
+    def is_predefined(self) -> bool:
+        """Is a predefined datatype."""
+        if self._layout is None:
+            return True
+        return self._checked("is_predefined").is_predefined
 
     # -- names and codes ----------------------------------------------------------------------
 
     def Get_name(self) -> str:
         """Get the print name for this datatype."""
-        return self.layout.name
+        if self._layout is None:
+            return "MPI_DATATYPE_NULL"
+        return self._checked("Get_name").name
 
     def Set_name(self, name: str) -> None:
         """Set the print name for this datatype."""
-        layout = self.layout
+        layout = self._checked("Set_name")
         if not isinstance(name, str):
             raise TypeError(f"a datatype name must be a str, not {type(name).__name__}")
         layout.name = name[: MAX_NAME - 1]
@@ -202,34 +239,31 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
     @property
     def typechar(self) -> str:
         """Character code."""
-        return self.layout.typechar
+        layout = self._layout
+        return "" if layout is None else layout.typechar
 
     @property
     def typestr(self) -> str:
-        """Type string (numpy's array-interface ``typestr``)."""
-        return self.layout.dtype.str
+        """Type string."""
+        layout = self._layout
+        return "" if layout is None else layout.effective_typestr()
 
     @property
-    def dtype(self) -> np.dtype:
-        """The numpy dtype of one element (an ompy extension; mpi4py has no such attribute)."""
+    def dtype(self) -> Any:
+        """The numpy dtype of one element (an ompy extension; mpi4py has no such attribute).
+
+        For a derived datatype whose data is all of one basic kind, that kind's dtype; for
+        the value/index pairs, a structured dtype; otherwise raw bytes of the extent.
+        """
         return self.layout.dtype
-
-    @property
-    def is_named(self) -> bool:
-        """Is a named datatype."""
-        return self.layout.predefined
-
-    @property
-    def is_predefined(self) -> bool:
-        """Is a predefined datatype."""
-        return self._layout is None or self._layout.predefined
 
     def tocode(self) -> str:
         """Get character code or type string from predefined MPI datatype."""
-        layout = self.layout
-        if layout.typechar:
-            return layout.typechar
-        raise ValueError(f"the datatype {layout.name} has no character code")
+        layout = self._layout
+        if layout is not None and layout.code:
+            return layout.code
+        name = "DATATYPE_NULL" if layout is None else (layout.name or "this derived datatype")
+        raise ValueError(f"cannot map {name} to character code or type string")
 
     @classmethod
     def fromcode(cls, code: str) -> Datatype:
@@ -240,18 +274,24 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    def Commit(self) -> Datatype:
+    def Commit(self) -> Self:
         """Commit the datatype."""
-        self.layout  # noqa: B018
+        layout = self._checked("Commit")
+        if not layout.committed:
+            layout.description.blocks  # noqa: B018 (compile the merged blocks once, now)
+            layout.committed = True
         return self
 
     def Dup(self) -> Self:
         """Duplicate a datatype (its attributes go through their copy callbacks)."""
-        layout = self.layout
-        name = f"Dup {layout.name}"[: MAX_NAME - 1]
-        base = layout.dup_of if layout.dup_of is not None else self._predefined_handle()
+        layout = self._checked("Dup")
         copy = attrs.evolve(
-            layout, name=name, predefined=False, key="", attributes=AttributeSet(), dup_of=base
+            layout,
+            name=f"Dup {layout.name}"[: MAX_NAME - 1] if layout.name else "",
+            envelope=Envelope(COMBINER_DUP, datatypes=(Datatype._of(layout),)),
+            key="",
+            refs=1,
+            attributes=AttributeSet(),
         )
         if layout.attributes:
             table = process_keyvals()
@@ -264,21 +304,35 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
                 raise
         return type(self)._of(copy)
 
+    Create_dup = Dup
+
     def Free(self) -> None:
         """Free the datatype (its attributes are deleted, the last set first)."""
-        layout = self.layout
-        if layout.predefined:
+        layout = self._checked("Free")
+        if layout.is_predefined and layout.envelope.combiner != COMBINER_VALUE_INDEX:
             raise MPIException(
-                ERR_TYPE, f"{layout.name} is a predefined datatype and cannot be freed"
+                ERR_TYPE,
+                f"{layout.name or 'this datatype'} is a predefined datatype and cannot be freed",
             )
-        if layout.attributes:
+        layout.refs -= 1
+        if layout.refs <= 0 and layout.attributes:
             layout.attributes.delete_all(process_keyvals(), Datatype._lend(layout))
         self._layout = None
 
     def _free(self) -> None:
         self.Free()
 
-    # -- counting -------------------------------------------------------------------------------
+    # -- pickling -------------------------------------------------------------------------------
+
+    def _reduce_user(self) -> tuple[Any, ...]:
+        """A derived datatype travels as its constructor call (mpi4py's form)."""
+        layout = self._layout
+        if layout is None:  # pragma: no cover - DATATYPE_NULL is predefined
+            return super()._reduce_user()  # type: ignore[return-value]
+        base, combiner, params = self.decode()
+        return (_recreate, (base, combiner, params))
+
+    # -- counting (Status.Get_count, Get_elements, Set_elements) -------------------------------
 
     def count_of(self, nbytes: int) -> int:
         """Whole elements in ``nbytes`` received bytes, or ``UNDEFINED`` if not a whole number."""
@@ -290,25 +344,61 @@ class Datatype(CachesAttributes, Handle, referent="_layout"):
 
     def elements_of(self, nbytes: int) -> int:
         """Basic elements in ``nbytes`` received bytes, or ``UNDEFINED`` (``Get_elements``)."""
-        layout = self.layout
-        if layout.size == 0:
-            return 0 if nbytes == 0 else UNDEFINED
-        whole, rest = divmod(nbytes, layout.size)
-        elements = whole * len(layout.basic_sizes)
-        for basic in layout.basic_sizes:
+        elements = self.layout.description.elements(nbytes)
+        return UNDEFINED if elements is None else elements
+
+    def bytes_of_elements(self, elements: int) -> int | None:
+        """Bytes of packed data that hold the first ``elements`` basic elements (the inverse
+        of :meth:`elements_of`, for ``Set_elements``); None if the datatype has no data."""
+        description = self.layout.description
+        per_element = description.element_count
+        if per_element == 0:
+            return 0 if elements == 0 else None
+        whole, rest = divmod(elements, per_element)
+        nbytes = whole * description.size
+        for basic, count in description.signature(1):
             if rest == 0:
                 break
-            if rest < basic:
-                return UNDEFINED
-            rest -= basic
-            elements += 1
-        return elements
+            taken = min(rest, count)
+            nbytes += taken * basic.size
+            rest -= taken
+        return nbytes
 
 
-def _duplicate(datatype: Datatype) -> Datatype:
-    """A new duplicate of ``datatype`` (what a pickled duplicate becomes)."""
-    return datatype.Dup()
+def require_committed(datatype: Datatype, call: str) -> Layout:
+    """The layout of ``datatype`` for a communication call; a clear ``ERR_TYPE`` error if the
+    datatype is null, freed or not committed (``Commit()`` it after making it)."""
+    layout = datatype._layout
+    if layout is None:
+        raise null_datatype_error(call)
+    if layout.refs <= 0:
+        raise freed_datatype_error(layout, call)
+    if not layout.committed:
+        raise MPIException(
+            ERR_TYPE,
+            f"{call}: the datatype {layout.name or '(unnamed, derived)'} is not committed; "
+            "call its Commit() method before using it in communication",
+        )
+    return layout
 
 
-#: Longest name a datatype keeps, terminator included (``MPI_MAX_OBJECT_NAME``).
-MAX_NAME: Final = 64
+def _reference(datatype: Datatype) -> Datatype:
+    """A handle to ``datatype`` for the program (``Get_contents``): a predefined one is the
+    module's own handle, a derived one a new handle holding a new reference."""
+    named = datatype._predefined_of()
+    if named is not None:
+        return named[1]  # type: ignore[return-value]
+    layout = datatype._layout
+    assert layout is not None
+    layout.refs = max(layout.refs, 0) + 1
+    return Datatype._of(layout)
+
+
+def _recreate(base: Datatype, combiner: str, params: dict[str, Any]) -> Datatype:
+    """The datatype a pickled derived datatype becomes: ``base.Create_<combiner>(**params)``,
+    committed (what mpi4py's unpickling does)."""
+    if combiner == "VALUE_INDEX":
+        made = Datatype.Get_value_index(**params)
+    else:
+        made = getattr(base, f"Create_{combiner.lower()}")(**params)
+    return made.Commit()

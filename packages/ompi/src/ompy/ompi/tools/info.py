@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import click
 
+from ompy.opal.datatype.arch import Arch, presented, presenting_ranks
 from ompy.opal.mca.params import Registry, environment_for_cli, reset_registry
 from ompy.opal.mca.params.sources import CLI_NAMES_VAR
 
@@ -25,8 +26,9 @@ HELP = """Show the installed ompy layers, MCA frameworks and components, and MCA
 
 \b
 Without options: every installed layer (with its version), every framework (its layer,
-cardinality and interface version) and every component of each framework (its version, or the
-error that keeps it from loading).
+cardinality and interface version), every component of each framework (its version, or the
+error that keeps it from loading), and this machine's architecture (byte order, long double
+format, sizes of the C types behind the predefined datatypes).
 
 \b
   ompy info                        layers, frameworks and components
@@ -53,6 +55,9 @@ tuners, 7-9 ompy developers.
   (plus choices|minimum|maximum for restricted parameters; <component> is 'base' for
   framework-wide and layer-wide parameters; source is default, file:<path>:<line>,
   environment:<VAR>, command-line:--mca <name> or override)
+  arch:local:byteorder:little|big   arch:local:long_double:<format>
+  arch:local:size:<type>:<bytes>    arch:presented:byteorder:little|big
+  arch:presented:ranks:all|<rank>,...
 
 Warnings about OMPY_MCA_* names that no installed framework or component knows go to stderr.
 A bad parameter value or a malformed parameter file is an error (exit status 1).
@@ -120,6 +125,11 @@ def info(
     lines: list[str] = []
     if group is None:
         lines.extend(render.listing(inventory))
+        if not parsable:
+            lines.append("")
+        ranks = presenting_ranks(registry)
+        published = presented(registry, ranks[0] if ranks else 0)
+        lines.extend(render.architecture(Arch.local(), published, ranks))
     if show_all or group is not None:
         if not parsable:
             if lines:

@@ -24,6 +24,11 @@ them, so a value may itself contain colons (file paths, lists)::
     mca:<group>:<component>:param:<name>:minimum:<number>  (only when bounded)
     mca:<group>:<component>:param:<name>:maximum:<number>  (only when bounded)
     mca:<group>:<component>:param:<name>:help:<one line of text>
+    arch:local:byteorder:little|big
+    arch:local:long_double:x87|binary128|binary64|double-double
+    arch:local:size:<type>:<bytes>       (<type>: c_short, c_long, ..., aint, f_integer, ...)
+    arch:presented:byteorder:little|big  (what peers see: opal_arch_byteorder)
+    arch:presented:ranks:all|<rank>,...  (which ranks: opal_arch_byteorder_ranks)
 
 ``<source>`` is ``default``, ``file:<path>:<line>``, ``environment:<VAR>``,
 ``command-line:--mca <name>`` or ``override``.  ``<component>`` is ``base`` for framework-wide
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ompy.opal.datatype.arch import SIZE_FIELDS, Arch
 from ompy.opal.mca.params import Source, SourceKind
 
 from .inventory import Inventory, ParamEntry
@@ -83,6 +89,15 @@ def listing(inventory: Inventory) -> Iterator[str]:
             yield f"mca:{fw.name}:{failure.name}:error:{one_line(failure.reason)}"
     for failure in sorted(inventory.framework_failures, key=lambda f: f.name):
         yield f"framework:{failure.name}:error:{one_line(failure.reason)}"
+
+
+def architecture(local: Arch, published: Arch, ranks: tuple[int, ...]) -> Iterator[str]:
+    yield f"arch:local:byteorder:{local.byteorder}"
+    yield f"arch:local:long_double:{local.long_double.value}"
+    for name in SIZE_FIELDS:
+        yield f"arch:local:size:{name}:{getattr(local, name)}"
+    yield f"arch:presented:byteorder:{published.byteorder}"
+    yield f"arch:presented:ranks:{','.join(map(str, ranks)) or 'all'}"
 
 
 def failures(found: list[Failure]) -> Iterator[str]:

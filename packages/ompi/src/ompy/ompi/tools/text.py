@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator
 
+from ompy.opal.datatype.arch import Arch
+
 from .inventory import BASE, FrameworkEntry, Inventory, ParamEntry
 from .query import Failure
 
@@ -32,6 +34,25 @@ def listing(inventory: Inventory) -> Iterator[str]:
         yield from _framework(framework)
     for failure in sorted(inventory.framework_failures, key=lambda f: f.name):
         yield f"  {failure.name}: ERROR: cannot be loaded ({failure.target}): {failure.reason}"
+
+
+def architecture(local: Arch, published: Arch, ranks: tuple[int, ...]) -> Iterator[str]:
+    """This machine's representation of the C types, and what the ranks present to peers
+    (``ranks``: those ``opal_arch_byteorder`` applies to, empty for all)."""
+    yield "Architecture:"
+    facts = local.describe()
+    for fact, value in facts[:2]:
+        yield f"  {fact}: {value}"
+    sizes = ", ".join(f"{fact} {value}" for fact, value in facts[2:])
+    yield from textwrap.wrap(
+        f"sizes in bytes: {sizes}", WIDTH, initial_indent="  ", subsequent_indent="    "
+    )
+    if published != local:
+        who = "every rank" if not ranks else "rank " + ",".join(map(str, ranks))
+        yield (
+            f"  presented to peers: {published.byteorder}-endian by {who} "
+            f"(opal_arch_byteorder; typed data is converted on the way in and out)"
+        )
 
 
 def _framework(entry: FrameworkEntry) -> Iterator[str]:

@@ -27,6 +27,7 @@ from ompy.opal.mca.btl import BtlPeerError, MemHandle
 
 from .comm import CommState
 from .headers import ACK, FIN, FRAG, MATCH, RGET, RNDV, TYPE_ACK, TYPE_FIN, TYPE_MATCH, TYPE_RNDV
+from .packing import PackedTarget, unpack_piece
 from .requests import Message, RecvRequest
 
 _EMPTY = memoryview(b"")
@@ -243,13 +244,31 @@ class RecvSide:
         piece = btl.rdma_frag_size or length
         offsets = range(0, length, piece)
         request.pending_gets = len(offsets)
+        packed = type(view) is PackedTarget
         for offset in offsets:
             end = min(offset + piece, length)
-            done = partial(self._got, request, btl)
+            if packed:  # a non-contiguous layout: read the piece aside, unpack it on arrival
+                into = memoryview(bytearray(end - offset))
+                done = partial(self._got_piece, request, btl, into, offset)
+            else:
+                into = view[offset:end]
+                done = partial(self._got, request, btl)
             try:
-                btl.get(btl.endpoint, view[offset:end], handle, offset, done)
+                btl.get(btl.endpoint, into, handle, offset, done)
             except Exception as error:  # the module refused: report it through the FIN
                 done(error)
+
+    def _got_piece(
+        self,
+        request: RecvRequest,
+        btl: Any,
+        piece: memoryview,
+        offset: int,
+        error: BaseException | None,
+    ) -> None:
+        if error is None:
+            unpack_piece(request.view, offset, piece)
+        self._got(request, btl, error)
 
     def _got(self, request: RecvRequest, btl: Any, error: BaseException | None) -> None:
         if error is not None and request.exception is None:

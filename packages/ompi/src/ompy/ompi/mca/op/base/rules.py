@@ -80,6 +80,17 @@ _CLASS_OF_KEY: Final[dict[str, TypeClass]] = {
         TypeClass.PAIR,
     ),
     **dict.fromkeys(("CHAR", "WCHAR", "PACKED"), TypeClass.OTHER),
+    # Fortran types and half precision: the classes of their C look-alikes.
+    **dict.fromkeys(
+        ("INTEGER", "INTEGER1", "INTEGER2", "INTEGER4", "INTEGER8"), TypeClass.C_INTEGER
+    ),
+    **dict.fromkeys(
+        ("REAL", "DOUBLE_PRECISION", "REAL2", "REAL4", "REAL8", "FLOAT16_T"),
+        TypeClass.FLOATING_POINT,
+    ),
+    **dict.fromkeys(("LOGICAL", "LOGICAL1", "LOGICAL2", "LOGICAL4", "LOGICAL8"), TypeClass.LOGICAL),
+    **dict.fromkeys(("COMPLEX", "DOUBLE_COMPLEX", "COMPLEX8", "COMPLEX16"), TypeClass.COMPLEX),
+    "CHARACTER": TypeClass.OTHER,
 }
 
 _C = TypeClass
@@ -130,7 +141,7 @@ _PAIR_NAMES = (
 def type_class(datatype: Datatype) -> TypeClass | None:
     """The class of a predefined datatype; ``None`` for a derived one (or a duplicate)."""
     layout = datatype.layout
-    if not layout.predefined:
+    if not layout.key:  # named datatypes and Create_f90_* ones have a key
         return None
     return _CLASS_OF_KEY[layout.key]
 
