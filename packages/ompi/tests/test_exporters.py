@@ -92,18 +92,24 @@ _libc.mmap.argtypes = [
     ctypes.c_long,
 ]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 @pytest.fixture
 def reserved():
-    """An address range reserved without access rights, as CUDA reserves device memory in the
-    process (unified addressing); the next page is unmapped."""
+    """A page reserved without access rights (as CUDA reserves device memory in the process,
+    for unified addressing), right after a readable and writable page."""
     page = mmap.PAGESIZE
-    base = _libc.mmap(None, 2 * page, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    prot = mmap.PROT_READ | mmap.PROT_WRITE
+    base = _libc.mmap(None, 2 * page, prot, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
     assert base not in (None, ctypes.c_void_p(-1).value)
-    _libc.munmap(base + page, page)  # the second page: mapped by nothing
-    yield base, base + page
-    _libc.munmap(base, page)
+    assert _libc.mprotect(base + page, page, 0) == 0
+    yield base + page
+    _libc.munmap(base, 2 * page)
+
+
+#: An address below ``vm.mmap_min_addr`` (4096 at least): never mapped.
+UNMAPPED = 8
 
 
 # -- DLPack ------------------------------------------------------------------------------------
@@ -199,11 +205,11 @@ def test_cai_in_memory_the_process_may_not_write_is_read_only():
 
 
 def test_cai_device_pointers_are_refused(reserved):
-    no_access, unmapped = reserved
+    no_access = reserved
     with pytest.raises(DeviceMemoryError, match=f"{no_access:#x}.*may not read"):
         parse_buffer(FakeDeviceExporter(no_access))
     with pytest.raises(DeviceMemoryError, match="outside every mapping"):
-        parse_buffer(FakeDeviceExporter(unmapped), readonly=False)
+        parse_buffer(FakeDeviceExporter(UNMAPPED), readonly=False)
     # A buffer that starts in host memory and runs off its end is no better.
     with pytest.raises(DeviceMemoryError, match="may not read"):
         parse_buffer(FakeDeviceExporter(no_access - 8, 24))
@@ -226,20 +232,54 @@ def test_cai_masks_are_refused_and_empty_buffers_need_no_pointer():
 def test_host_array_names_what_it_cannot_read():
     with pytest.raises(TypeError, match=r"expecting a buffer-like object.*not object"):
         host_array(object())
-    with pytest.raises(TypeError, match="lacks 'data'"):
 
-        class Broken:
-            __cuda_array_interface__ = {"shape": (1,)}
 
-        host_array(Broken())
+def cai_with(**fields):
+    """A CAI exporter of 3 host doubles, with some fields replaced (None: deleted)."""
+    array = np.arange(3.0)
+    interface = {**CAIExporter(array).__cuda_array_interface__, **fields}
+    interface = {key: value for key, value in interface.items() if value is not None}
 
-    class BadType(FakeDeviceExporter):
-        @property
-        def __cuda_array_interface__(self):
-            return {**super().__cuda_array_interface__, "typestr": "<x9"}
+    class Edited:
+        __cuda_array_interface__ = interface
+        memory = array
 
-    with pytest.raises(TypeError, match="typestr '<x9'"):
-        host_array(BadType(0, 0))
+    return Edited()
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "text"),
+    [
+        ({"data": None}, KeyError, "lacks 'data'"),
+        ({"shape": None}, KeyError, "lacks 'shape'"),
+        ({"typestr": None}, KeyError, "lacks 'typestr'"),
+        ({"data": 0}, TypeError, r"\['data'\] is int 0, not a tuple"),
+        ({"shape": 3}, TypeError, r"\['shape'\] is int"),
+        ({"typestr": 8}, TypeError, r"\['typestr'\] is int"),
+        ({"strides": [8]}, TypeError, "not a tuple or None"),
+        ({"descr": 42}, TypeError, "not a list or None"),
+        ({"data": (0,)}, ValueError, "not \\(pointer, read_only\\)"),
+        ({"typestr": "<fX"}, ValueError, "no item size"),
+        ({"typestr": ">f8" if np.little_endian else "<f8"}, BufferError, "byte order"),
+        ({"typestr": "#f8"}, BufferError, "has no byte order"),
+        ({"shape": (3, -1)}, BufferError, "negative"),
+        ({"strides": (8, 8)}, BufferError, "do not fit its shape"),
+        ({"strides": (-8,)}, BufferError, "non-negative"),
+        ({"mask": True}, BufferError, "mask"),
+    ],
+)
+def test_malformed_cuda_array_interfaces_raise_what_mpi4py_raises(fields, error, text):
+    with pytest.raises(error, match=text):
+        parse_buffer(cai_with(**fields))
+
+
+def test_cai_descr_that_disagrees_warns_and_unknown_item_kinds_travel_as_bytes():
+    exporter = cai_with(descr=[("", "<f8")], typestr="|V8")
+    with pytest.warns(RuntimeWarning, match="descr.*is ignored"):
+        spec = parse_buffer(exporter)
+    assert spec.nbytes == 24 and bytes(spec.view) == exporter.memory.tobytes()
+    spec = parse_buffer(cai_with(typestr="|f8", strides=(8,)), readonly=False)  # no warning
+    assert spec.datatype is mpi.DOUBLE and spec.count == 3
 
 
 # -- no exporter outlives its operation --------------------------------------------------------
@@ -371,3 +411,25 @@ def test_collectives_buffered_and_matched_calls_keep_no_reference(kind, call):
         return [ref() is None for ref in refs]
 
     assert run_ranks(world, body) == [[True, True], [True, True]]
+
+
+def test_a_sendrecv_whose_send_buffer_is_refused_posts_no_receive():
+    world = make_world(2)
+
+    def body(comm):
+        into = np.zeros(3)
+        exporter = CAIExporter(into)
+        ref = weakref.ref(exporter)
+        if comm.rank == 0:
+            with pytest.raises(DeviceMemoryError):
+                comm.Sendrecv(FakeDeviceExporter(None, 24), 1, 1, exporter, 1, 1)
+            del exporter
+            released = ref() is None  # no receive was left posted with it
+            comm.Barrier()
+            comm.Recv(into, 1, 1)  # the message goes to this receive, not to a stale one
+            return released, into.tolist()
+        comm.Barrier()
+        comm.Send(np.arange(3.0), 0, 1)
+        return None
+
+    assert run_ranks(world, body)[0] == (True, [0.0, 1.0, 2.0])

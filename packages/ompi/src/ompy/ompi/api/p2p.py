@@ -216,9 +216,15 @@ class PointToPoint:
         status: Status | None = None,
     ) -> None:
         """Send and receive a message."""
+        # The send message is read before the receive is posted: a bad send buffer must not
+        # leave a receive behind (it would take a later message, and keep its buffer forever).
+        c, dest, sendtag = self._send_args("Comm.Sendrecv", dest, sendtag)
+        spec = None if dest == PROC_NULL else parse_buffer(sendbuf)
         receive = self.Irecv(recvbuf, source, recvtag)
-        send = self.Isend(sendbuf, dest, sendtag)
-        Request.Waitall([send])
+        if spec is not None:
+            send = c.pml.isend(spec, dest, sendtag, c, STANDARD)
+            wait(c, send)
+            raise_if_failed(send)
         receive.Wait(status)
 
     def Sendrecv_replace(  # noqa: PLR0917 (mpi4py's signature)

@@ -18,12 +18,16 @@ Where ompy differs from mpi4py 4.1, and why:
   in every call.  DLPack's CPU-accessible device types (CPU, CUDA host, ROCm host, CUDA
   managed) are host memory, as in mpi4py.
 - **CAI pointers are checked.**  The CUDA array interface says nothing about where its pointer
-  points (it was made for device memory), and mpi4py trusts it.  A wrong guess here would crash
-  the interpreter when numpy copies, so ompy accepts a CAI pointer only if every byte of the
-  buffer lies in a readable mapping of this process (``/proc/self/maps``), and, for a receive,
-  a writable one.  Device memory under CUDA's unified addressing is reserved in the process
-  without access rights, so it is refused, as is any pointer into no mapping at all.  ``stream``
-  is ignored (there is no device work to order against host copies); ``mask`` is refused.
+  points (it was made for device memory), and mpi4py takes every CAI buffer for device memory.
+  A wrong guess here would crash the interpreter when numpy copies, so ompy accepts a CAI
+  pointer only if every byte of the buffer lies in a readable mapping of this process
+  (``/proc/self/maps``), and, for a receive, a writable one (else the buffer is read-only).
+  Device memory under CUDA's unified addressing is reserved in the process without access
+  rights, so it is refused, as is any pointer into no mapping at all.  The check reads the
+  mappings on every CAI message (a fraction of a millisecond): CAI over host memory is rare,
+  and a stale cache could let a pointer into memory since unmapped crash the process.
+  ``stream`` is ignored (no device work to order against host copies).  A malformed interface
+  raises what mpi4py raises (``KeyError``, ``TypeError``, ``ValueError``, ``BufferError``).
 - **Legacy DLPack is read-only.**  An exporter without DLPack 1.0's ``max_version`` keyword
   cannot say whether its memory may be written; mpi4py assumes it may, ompy does as numpy does
   (``numpy.from_dlpack`` makes such arrays read-only): such buffers can be sent, not received
@@ -33,10 +37,13 @@ Where ompy differs from mpi4py 4.1, and why:
 
 from __future__ import annotations
 
+import math
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 
 #: DLPack device types (``DLDeviceType`` of ``dlpack.h``) and their names, for errors.
@@ -157,31 +164,18 @@ class _HostView:
 
 
 def _from_cai(obj: Any) -> tuple[np.ndarray, str]:
+    """The host array of a CAI exporter; malformed interfaces raise what mpi4py raises
+    (``KeyError`` for a missing key, ``TypeError`` for a value of the wrong type,
+    ``ValueError`` for a wrong value, ``BufferError`` for a layout that cannot be a buffer)."""
     name = type(obj).__name__
-    cai = obj.__cuda_array_interface__
-    try:
-        pointer, readonly = cai["data"]
-        typestr, shape = cai["typestr"], tuple(cai["shape"])
-    except (KeyError, TypeError, ValueError):
-        raise TypeError(
-            f"message: the {name} object's __cuda_array_interface__ lacks 'data': (pointer, "
-            "read_only), 'typestr' or 'shape'"
-        ) from None
-    if cai.get("mask") is not None:
-        raise BufferError(
-            f"message: the {name} object's __cuda_array_interface__ has a mask; masked arrays "
-            "cannot be sent or received"
-        )
-    try:
-        dtype = np.dtype(typestr)
-    except TypeError:
-        raise TypeError(
-            f"message: the {name} object's __cuda_array_interface__ has the typestr "
-            f"{typestr!r}, which is not an array-interface type string such as '<f8'"
-        ) from None
-    strides = cai.get("strides")
-    nbytes = _extent_bytes(shape, strides, dtype.itemsize)
-    address = int(pointer or 0)  # None: no memory, which only an empty buffer may have
+    cai = _CaiFields.read(obj)
+    dtype, elements = _cai_dtype(cai.typestr, name)
+    shape, strides = cai.shape, cai.strides
+    if elements is not None:  # an item kind without a numpy basic type: its bytes
+        shape, strides = (*shape, elements), None if strides is None else (*strides, 1)
+    nbytes = _extent_bytes(shape, strides, dtype.itemsize, name)
+    address = int(cai.pointer or 0)  # None: no memory, which only an empty buffer may have
+    readonly = bool(cai.readonly)
     why = "its __cuda_array_interface__ marks the memory read-only" if readonly else ""
     if nbytes:
         where = host_memory(address, nbytes, writable=False)
@@ -196,23 +190,123 @@ def _from_cai(obj: Any) -> tuple[np.ndarray, str]:
             if where:  # the process may not write there, whatever the exporter says
                 readonly, why = True, f"its memory at {address:#x} is {where}"
     interface = {
-        "data": (address, bool(readonly)),
-        "typestr": typestr,
+        "data": (address, readonly),
+        "typestr": dtype.str,
         "shape": shape,
-        "strides": None if strides is None else tuple(strides),
+        "strides": strides,
         "version": 3,
     }
     return np.asarray(_HostView(obj, interface)), why
 
 
-def _extent_bytes(shape: tuple[int, ...], strides: Any, itemsize: int) -> int:
+@attrs.frozen
+class _CaiFields:
+    """The fields of a ``__cuda_array_interface__`` dict that ompy uses, type-checked."""
+
+    pointer: int | None
+    readonly: bool
+    typestr: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+
+    @classmethod
+    def read(cls, obj: Any) -> _CaiFields:
+        name = type(obj).__name__
+        cai = obj.__cuda_array_interface__
+        if not isinstance(cai, dict):
+            raise TypeError(
+                f"message: the {name} object's __cuda_array_interface__ is a "
+                f"{type(cai).__name__}, not a dict"
+            )
+        for key in ("data", "typestr", "shape"):
+            if key not in cai:
+                raise KeyError(
+                    f"message: the {name} object's __cuda_array_interface__ lacks {key!r}"
+                )
+        data, typestr, shape = cai["data"], cai["typestr"], cai["shape"]
+        strides, descr = cai.get("strides"), cai.get("descr")
+        for key, value, kind in (
+            ("data", data, tuple),
+            ("typestr", typestr, str),
+            ("shape", shape, tuple),
+            ("strides", strides, (tuple, type(None))),
+            ("descr", descr, (list, type(None))),
+        ):
+            if not isinstance(value, kind):
+                raise TypeError(
+                    f"message: the {name} object's __cuda_array_interface__[{key!r}] is "
+                    f"{type(value).__name__} {value!r}, not a {_kind_name(kind)}"
+                )
+        if len(data) != 2:
+            raise ValueError(
+                f"message: the {name} object's __cuda_array_interface__['data'] is {data!r}, "
+                "not (pointer, read_only)"
+            )
+        if cai.get("mask") is not None:
+            raise BufferError(
+                f"message: the {name} object's __cuda_array_interface__ has a mask; masked "
+                "arrays cannot be sent or received"
+            )
+        if descr is not None and descr != [("", typestr)]:
+            warnings.warn(
+                f"the {name} object's __cuda_array_interface__['descr'] is ignored: ompy moves "
+                f"the items as typestr {typestr!r} says",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+        return cls(data[0], data[1], typestr, shape, strides)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+
+
+#: Array-interface byte-order characters that mean this machine's order.
+_NATIVE_ORDERS = frozenset({"|", "=", "<" if sys.byteorder == "little" else ">"})
+
+
+def _cai_dtype(typestr: str, name: str) -> tuple[np.dtype, int | None]:
+    """The numpy dtype of a CAI typestr, and None; or, for an item kind numpy has no basic type
+    for (``'V'``, ``'S'``, ...), ``uint8`` and the bytes per item (as mpi4py, bytes)."""
+    order, kind, digits = typestr[:1], typestr[1:2], typestr[2:]
+    try:
+        itemsize = int(digits)
+    except ValueError:
+        raise ValueError(
+            f"message: the {name} object's __cuda_array_interface__ typestr {typestr!r} has no "
+            "item size (expecting e.g. '<f8')"
+        ) from None
+    if order not in _NATIVE_ORDERS:
+        what = "is not in this machine's byte order" if order in "<>" else "has no byte order"
+        raise BufferError(
+            f"message: the {name} object's __cuda_array_interface__ typestr {typestr!r} {what}"
+        )
+    if kind in "biufc":
+        try:
+            return np.dtype(f"={kind}{itemsize}"), None
+        except TypeError:
+            pass  # a size numpy has no type for: its bytes, below
+    return np.dtype(np.uint8), itemsize
+
+
+def _extent_bytes(
+    shape: tuple[int, ...], strides: tuple[int, ...] | None, itemsize: int, name: str
+) -> int:
     """Bytes from the first element's address to past the last one (0 for no elements)."""
+    if any(n < 0 for n in shape):
+        raise BufferError(
+            f"message: the {name} object's __cuda_array_interface__ shape {shape} is negative"
+        )
     if any(n == 0 for n in shape):
         return 0
     if strides is None:
-        return int(np.prod(shape, dtype=np.int64)) * itemsize
-    if any(s < 0 for s in strides):
-        raise BufferError("message: __cuda_array_interface__ strides must not be negative")
+        return math.prod(shape) * itemsize
+    if len(strides) != len(shape) or any(s < 0 for s in strides):
+        raise BufferError(
+            f"message: the {name} object's __cuda_array_interface__ strides {strides} do not "
+            f"fit its shape {shape} (one non-negative stride per dimension)"
+        )
     return sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) + itemsize
 
 
