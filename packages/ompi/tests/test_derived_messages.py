@@ -333,3 +333,24 @@ def test_vector_and_w_collectives_take_derived_types(trio):
         assert (incoming[~vector_mask(size, 5 * size)] == -1).all()
 
     run_ranks(trio, body)
+
+
+def test_absolute_addresses_with_bottom(pair):
+    from ompy.ompi.api.memory import Get_address  # the MPI.Get_address function
+    from ompy.ompi.constants import BOTTOM
+
+    def body(comm):
+        values = np.arange(4.0) + comm.rank
+        flags = np.arange(3, dtype="i") + 10 * comm.rank
+        where = [Get_address(values), Get_address(flags)]
+        both = type(DOUBLE).Create_struct([4, 3], where, [DOUBLE, INT]).Commit()
+        if comm.rank == 0:
+            comm.Send([BOTTOM, 1, both], 1, 9)
+        else:
+            values[:] = flags[:] = 0
+            comm.Recv([BOTTOM, 1, both], 0, 9)
+            assert values.tolist() == [0.0, 1.0, 2.0, 3.0] and flags.tolist() == [0, 1, 2]
+        with pytest.raises(ValueError, match="Get_address"):
+            parse_buffer([BOTTOM, (2, 1), DOUBLE])  # a displacement from address 0: refused
+
+    run_ranks(pair, body)
