@@ -68,6 +68,7 @@ def test_the_derived_suite_passes(ompy, transport):
             "allreduce subarray x700",
             "reduce_scatter_block vector x700",
             "alltoallw",
+            "alltoallw gaps",
             "allreduce strided",
             "mixed reduction refused",
             "minloc",

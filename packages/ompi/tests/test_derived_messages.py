@@ -301,3 +301,56 @@ def test_reductions_on_single_kind_derived_types(trio):
         assert cls == errors.ERR_OP and "one predefined element type" in text
 
     run_ranks(trio, body)
+
+
+def test_vector_and_w_collectives_take_derived_types(trio):
+    def body(comm):
+        rank, size = comm.rank, comm.size
+        uncommitted = DOUBLE.Create_vector(2, 1, 2)
+        cls, text = error_class(
+            comm.Allgatherv,
+            [np.zeros(5), 1, VECTOR],
+            [np.zeros(30), ([1] * size, None), uncommitted],
+        )
+        assert cls == errors.ERR_TYPE and "Comm.Allgatherv: recvbuf" in text
+        assert "derived datatype is not committed" in text
+        counts = [1, 2, 1]
+        displs = [0, 1, 3]
+        mine = np.full(5 * counts[rank], float(rank))
+        table = np.full(5 * 4, -1.0)
+        comm.Allgatherv([mine, counts[rank], VECTOR], [table, (counts, displs), VECTOR])
+        assert table[vector_mask(4, 20)].tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2, 2]
+        assert (table[~vector_mask(4, 20)] == -1).all()
+        outgoing = np.arange(5.0 * size) + 10 * rank
+        incoming = np.full(5 * size, -1.0)
+        comm.Alltoallw(
+            [outgoing, [1] * size, [40 * p for p in range(size)], [VECTOR] * size],
+            [incoming, [1] * size, [40 * p for p in range(size)], [VECTOR] * size],
+        )
+        for peer in range(size):
+            expect = (np.arange(5.0 * size) + 10 * peer)[rank * 5 : rank * 5 + 5 : 2]
+            assert incoming[peer * 5 : peer * 5 + 5 : 2].tolist() == expect.tolist()
+        assert (incoming[~vector_mask(size, 5 * size)] == -1).all()
+
+    run_ranks(trio, body)
+
+
+def test_absolute_addresses_with_bottom(pair):
+    from ompy.ompi.api.memory import Get_address  # the MPI.Get_address function
+    from ompy.ompi.constants import BOTTOM
+
+    def body(comm):
+        values = np.arange(4.0) + comm.rank
+        flags = np.arange(3, dtype="i") + 10 * comm.rank
+        where = [Get_address(values), Get_address(flags)]
+        both = type(DOUBLE).Create_struct([4, 3], where, [DOUBLE, INT]).Commit()
+        if comm.rank == 0:
+            comm.Send([BOTTOM, 1, both], 1, 9)
+        else:
+            values[:] = flags[:] = 0
+            comm.Recv([BOTTOM, 1, both], 0, 9)
+            assert values.tolist() == [0.0, 1.0, 2.0, 3.0] and flags.tolist() == [0, 1, 2]
+        with pytest.raises(ValueError, match="Get_address"):
+            parse_buffer([BOTTOM, (2, 1), DOUBLE])  # a displacement from address 0: refused
+
+    run_ranks(pair, body)

@@ -774,13 +774,13 @@ def _w_specs(msg: Any, size: int, *, readonly: bool, call: str) -> tuple[BufferS
     buffer, _ = export_buffer(obj, readonly=readonly, infer=False)
     specs = []
     for rank, (count, displ, datatype) in enumerate(zip(counts, displs, datatypes, strict=True)):
-        nbytes = count * datatype.extent
-        if displ + nbytes > buffer.nbytes:
+        try:
+            specs.append(spec_of(buffer, displ, count, datatype, readonly=readonly))
+        except ValueError as error:
             raise ValueError(
                 f"{call}: block {rank} ({count} x {datatype.Get_name()} at byte {displ}) does "
-                f"not fit in the buffer of {buffer.nbytes} bytes"
-            )
-        specs.append(BufferSpec(buffer[displ : displ + nbytes], count, datatype, buffer, displ))
+                f"not fit in the buffer of {buffer.nbytes} bytes ({error})"
+            ) from None
     return tuple(specs)
 
 

@@ -8,7 +8,8 @@ A program names a message the way mpi4py lets it::
     [buf, count, datatype]               ``count`` elements of ``datatype``
     [buf, (count, displ), datatype]      ``count`` elements starting ``displ`` elements in
     [buf, count, displ, datatype]        the same
-    None, MPI.BOTTOM                     an empty message (absolute addresses: count 0 only)
+    None, MPI.BOTTOM                     an empty message
+    [MPI.BOTTOM, count, datatype]        absolute addresses: a datatype built from Get_address
     MPI.IN_PLACE                         "in place", for the send buffer of a collective
 
 The vector collectives (Scatterv, Gatherv, Alltoallv, ...) name one block per process; their
@@ -44,6 +45,7 @@ from ompy.opal.datatype.convertor import Convertor
 from ..constants import BOTTOM, IN_PLACE
 from ..errors import ERR_COUNT, ERR_TYPE
 from ..errors import Exception as MPIException
+from .absolute import absolute_memory
 from .datatype import Datatype
 from .exporters import host_array
 from .layout import Layout, freed_datatype_error
@@ -166,10 +168,13 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     count, displ = _count_and_displ(count_spec)
 
     if obj is None or obj is BOTTOM:
+        if count and datatype is not None and not displ:
+            return _absolute_spec(count, datatype, readonly=readonly)
         if count:
             raise ValueError(
-                f"message: MPI.BOTTOM (or None) as buffer with count {count} would address "
-                "absolute memory, which ompy does not support; give a buffer object instead"
+                f"message: MPI.BOTTOM (or None) as buffer with count {count} addresses absolute "
+                "memory: give the datatype built from MPI.Get_address (and no displacement), "
+                "or a buffer object"
             )
         return BufferSpec(_EMPTY, 0, datatype or BYTE, _EMPTY)
 
@@ -178,7 +183,7 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     except NonContiguousBufferError:
         return strided_spec(obj, datatype, count, displ, readonly=readonly)
     datatype = datatype or inferred
-    layout = _usable_layout(datatype)
+    layout = usable_layout(datatype)
     extent = layout.extent
     length = buffer.nbytes
     if count is None:
@@ -197,17 +202,18 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     return BufferSpec(view, count, datatype, buffer, offset)
 
 
-def _usable_layout(datatype: Datatype) -> Layout:
+def usable_layout(datatype: Datatype) -> Layout:
     """The layout of a datatype a message may use: not freed, and committed."""
     layout = datatype.layout  # ERR_TYPE for DATATYPE_NULL
     if layout.freed:
         raise freed_datatype_error(layout, "message")
     if not layout.committed:
-        name = datatype.Get_name() or "derived datatype"
+        name = datatype.Get_name()
         raise MPIException(
             ERR_TYPE,
-            f"message: the datatype {name} is not committed; call its Commit() method (t = "
-            "t.Commit()) before using it in a communication",
+            f"message: the {f'datatype {name}' if name else 'derived datatype'} is not "
+            "committed; call its Commit() method (t = t.Commit()) before using it in a "
+            "communication",
         )
     return layout
 
@@ -217,7 +223,7 @@ def spec_of(
 ) -> BufferSpec:
     """The spec of ``count`` elements of ``datatype`` from byte ``offset`` of ``buffer`` (a
     flat byte view): a view when the layout is contiguous, else a convertor."""
-    layout = _usable_layout(datatype)
+    layout = usable_layout(datatype)
     if layout.contiguous or not count:
         nbytes = count * layout.size
         if offset + nbytes > buffer.nbytes:
@@ -227,6 +233,23 @@ def spec_of(
             )
         return BufferSpec(buffer[offset : offset + nbytes], count, datatype, buffer, offset)
     return _derived_spec(buffer, buffer, offset, count, datatype, readonly=readonly)
+
+
+def _absolute_spec(count: int, datatype: Datatype, *, readonly: bool) -> BufferSpec:
+    """``[MPI.BOTTOM, count, datatype]``: the displacements are addresses (``Get_address``)."""
+    layout = usable_layout(datatype)
+    memory, origin = absolute_memory(layout, count, "message")
+    if not readonly and layout.description.overlaps(count):
+        raise MPIException(
+            ERR_TYPE,
+            "message: the receive datatype covers some bytes twice (its typemap overlaps), so a "
+            "receive into it is undefined",
+        )
+    convertor = Convertor(layout.description, memory, origin, count)
+    view = convertor.contiguous_view()
+    if view is not None:
+        return BufferSpec(view, count, datatype, memory, origin)
+    return BufferSpec(_EMPTY, count, datatype, memory, origin, convertor=convertor)
 
 
 def _derived_spec(

@@ -275,10 +275,10 @@ class Datatype(Constructors, Matching, Packing, CachesAttributes, Handle, refere
     # -- life cycle -----------------------------------------------------------------------------
 
     def Commit(self) -> Self:
-        """Commit the datatype."""
+        """Commit the datatype (its convertor plan is compiled now, once)."""
         layout = self._checked("Commit")
         if not layout.committed:
-            layout.description.blocks  # noqa: B018 (compile the merged blocks once, now)
+            layout.description.plan  # noqa: B018 (compiled and cached on the description)
             layout.committed = True
         return self
 

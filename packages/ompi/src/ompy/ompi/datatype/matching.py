@@ -153,12 +153,17 @@ class Matching:
 def pair_layout(
     name: str, value: np.dtype, index: np.dtype, value_layout: Layout, index_layout: Layout
 ) -> Layout:
-    """The layout of a ``{value; index}`` C struct (aligned, padded to its alignment)."""
+    """The layout of a ``{value; index}`` C struct (aligned, padded to its alignment).
+
+    The padding is the struct's alignment, not an explicit upper bound marker (which
+    ``resized`` would set, and which would then override the bounds of types built from it).
+    """
     dtype = np.dtype([("value", value), ("index", index)], align=True)
     index_offset = dtype.fields["index"][1]  # type: ignore[index]
-    description = Description.struct(
+    struct = Description.struct(
         [1, 1], [0, index_offset], [value_layout.description, index_layout.description]
-    ).resized(0, dtype.itemsize)
+    )
+    description = attrs.evolve(struct, ub=struct.lb + dtype.itemsize)
     return Layout(
         name=name,
         description=description,

@@ -18,7 +18,10 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from ompy.opal.datatype.arch import EXTERNAL32 as EXTERNAL32_ARCH
+from ompy.opal.datatype.arch import Arch
+from ompy.opal.datatype.convert import convert_description, external32_size
+from ompy.opal.datatype.convertor import Convertor
 
 from ..errors import (
     ERR_ARG,
@@ -31,9 +34,6 @@ from ..errors import (
 )
 from ..errors import Exception as MPIException
 from .layout import Layout
-
-if TYPE_CHECKING:
-    from ompy.opal.datatype.convertor import Convertor
 
 #: The one portable data representation MPI defines.
 EXTERNAL32 = "external32"
@@ -97,16 +97,13 @@ class Packing:
         source, count = _elements(layout, inbuf, call, "inbuf")
         out = _bytes(outbuf, call, "outbuf", writable=True)
         position = _position(position, len(out), call, "outbuf")
-        signature = layout.description.signature(count)
-        from ompy.opal.datatype.arch import EXTERNAL32 as EXTERNAL32_ARCH
-        from ompy.opal.datatype.arch import Arch
-        from ompy.opal.datatype.convert import convert, external32_size
-
-        need = external32_size(signature)
+        need = _external_size(layout, count)
         _room(need, len(out) - position, call, "outbuf", "pack")
         local = _convertor(layout, source, count, call).pack_all()
         try:
-            portable = convert(local, signature, Arch.local(), EXTERNAL32_ARCH)
+            portable = convert_description(
+                local, layout.description, count, Arch.local(), EXTERNAL32_ARCH
+            )
         except ValueError as error:
             raise MPIException(ERR_CONVERSION, f"{call}: {error}") from None
         out[position : position + need] = portable
@@ -123,17 +120,16 @@ class Packing:
         data = _bytes(inbuf, call, "inbuf")
         target, count = _elements(layout, outbuf, call, "outbuf", writable=True)
         position = _position(position, len(data), call, "inbuf")
-        signature = layout.description.signature(count)
-        from ompy.opal.datatype.arch import EXTERNAL32 as EXTERNAL32_ARCH
-        from ompy.opal.datatype.arch import Arch
-        from ompy.opal.datatype.convert import convert, external32_size
-
-        need = external32_size(signature)
+        need = _external_size(layout, count)
         _room(need, len(data) - position, call, "inbuf", "unpack")
         _no_overlap(layout, count, call)
         try:
-            local = convert(
-                data[position : position + need], signature, EXTERNAL32_ARCH, Arch.local()
+            local = convert_description(
+                data[position : position + need],
+                layout.description,
+                count,
+                EXTERNAL32_ARCH,
+                Arch.local(),
             )
         except ValueError as error:
             raise MPIException(ERR_CONVERSION, f"{call}: {error}") from None
@@ -148,9 +144,7 @@ class Packing:
         call = "Pack_external_size"
         _datarep(datarep, call)
         layout = self._checked(call)
-        from ompy.opal.datatype.convert import external32_size
-
-        return external32_size(layout.description.signature(_count(count, call)))
+        return _external_size(layout, _count(count, call))
 
     def _committed(self, call: str) -> Layout:
         layout = self._checked(call)
@@ -163,9 +157,12 @@ class Packing:
         return layout
 
 
-def _convertor(layout: Layout, buffer: memoryview, count: int, call: str) -> Convertor:
-    from ompy.opal.datatype.convertor import Convertor
+def _external_size(layout: Layout, count: int) -> int:
+    """Bytes of ``count`` elements in external32 (each element's signature, ``count`` times)."""
+    return count * external32_size(layout.description.signature(1))
 
+
+def _convertor(layout: Layout, buffer: memoryview, count: int, call: str) -> Convertor:
     try:
         return Convertor(layout.description, buffer, 0, count)
     except ValueError as error:
@@ -190,24 +187,14 @@ def _elements(
 
 
 def _bytes(obj: Any, call: str, what: str, *, writable: bool = False) -> memoryview:
+    """The flat bytes of a buffer (any kind the message calls accept)."""
+    from .buffer import export_buffer  # buffer parsing builds on the datatypes
+
     try:
-        view = memoryview(obj)
-    except TypeError:
-        raise TypeError(
-            f"{call}: {what} must be a buffer (bytes, bytearray, numpy array, ...), not "
-            f"{type(obj).__name__}"
-        ) from None
-    if writable and view.readonly:
-        raise BufferError(
-            f"{call}: {what} is read-only; pass a writable buffer such as a bytearray"
-        )
-    if not view.c_contiguous:
-        raise BufferError(f"{call}: {what} is not contiguous in memory")
-    if view.ndim != 1 or view.format != "B":
-        try:
-            view = view.cast("B")
-        except TypeError:  # formats cast() does not handle ('Zd', '<d', 'T{...}')
-            view = np.asarray(view).reshape(-1).view(np.uint8).data
+        view, _ = export_buffer(obj, readonly=not writable, infer=False)
+    except (TypeError, BufferError, ValueError) as error:
+        message = str(error).replace("message: ", "", 1)
+        raise type(error)(f"{call}: {what}: {message}") from None
     return view
 
 

@@ -166,8 +166,12 @@ class Description:
             raise ValueError(f"run_basic indexes outside basics (there are {len(self.basics)})")
         if runs and self.run_count.min() < 1:
             raise ValueError("every run must hold at least one element")
-        if int(self.run_bytes.sum()) != self.size:
-            raise ValueError(f"size {self.size} is not the number of bytes the runs hold")
+        if len(self.basics) == 1:
+            held = int(self.run_count.sum()) * self.basics[0].size
+        else:
+            held = int(self.run_bytes.sum())
+        if held != self.size:
+            raise ValueError(f"size {self.size} is not the {held} bytes the runs hold")
 
     # -- derived values -----------------------------------------------------------------------
 
@@ -275,10 +279,11 @@ class Description:
         count = _count(count, "count")
         blocklength = _count(blocklength, "blocklength")
         stride = _index(stride, "stride")
+        if len(self.run_displ) == 1 and self.extent == self.size:
+            return self._vector_of_run(count, blocklength, stride)
         starts = np.arange(count, dtype=np.int64) * stride
         lengths = np.full(count, blocklength, dtype=np.int64)
-        # Consecutive blocks touch exactly when the stride is a block's length.
-        return self._blocks(lengths, starts, touching=stride == blocklength * self.extent)
+        return self._blocks(lengths, starts)
 
     def hindexed(
         self,
@@ -343,15 +348,38 @@ class Description:
         extent = _index(extent, "extent")
         return attrs.evolve(self, lb=lb, ub=lb + extent, explicit_lb=True, explicit_ub=True)
 
-    def _blocks(
-        self, lengths: IntArray, displs: IntArray, touching: bool | None = None
-    ) -> Description:
+    def _vector_of_run(self, count: int, blocklength: int, stride: int) -> Description:
+        """:meth:`hvector` of an element that is one run with nothing between elements.
+
+        Each block is one run, and consecutive blocks touch exactly when the stride is a
+        block's length, so the runs are written directly: a vector of a million doubles costs
+        three passes over arrays of its blocks.
+        """
+        if count == 0 or blocklength == 0:
+            return Description._build([])
+        first = int(self.run_displ[0])
+        elements = blocklength * int(self.run_count[0])
+        reach = (count - 1) * stride
+        if stride == blocklength * self.extent:
+            start = np.array([first], dtype=np.int64)
+            counts = np.array([count * elements], dtype=np.int64)
+        else:
+            start = np.arange(count, dtype=np.int64) * stride
+            start += first
+            counts = np.full(count, elements, dtype=np.int64)
+        low = min(0, reach)
+        high = max(0, reach) + (blocklength - 1) * self.extent
+        bounds = Description._bounds([(self, low, high, count * blocklength)])
+        basic = np.zeros(len(start), dtype=np.int16)
+        for array in (start, counts, basic):
+            array.flags.writeable = False
+        return Description(self.basics, basic, start, counts, **bounds)
+
+    def _blocks(self, lengths: IntArray, displs: IntArray) -> Description:
         """Blocks of ``lengths[i]`` copies of this element at byte ``displs[i]``.
 
         When this element is one run with nothing between elements (a basic, a contiguous
-        type), each block is one run and the copies need not be enumerated: a vector of a
-        million doubles costs a few passes over arrays of its blocks.  ``touching`` says, when
-        the caller knows, whether all consecutive blocks are adjacent in memory or none are.
+        type), each block is one run and the copies need not be enumerated.
         """
         if len(self.run_displ) != 1 or self.extent != self.size:
             return Description._build([(self, self._block_offsets(lengths, displs))])
@@ -364,12 +392,10 @@ class Description:
         high = int((displs + (lengths - 1) * self.extent).max())
         run_size = self.basics[0].size
         start = displs + int(self.run_displ[0])
-        nbytes = lengths * (int(self.run_count[0]) * run_size)
-        if touching:
-            start, nbytes = start[:1], np.array([int(nbytes.sum())], dtype=np.int64)
-        elif touching is None:
-            start, nbytes = merge_blocks(start, nbytes)
-        counts = nbytes // run_size
+        counts = lengths * int(self.run_count[0])
+        merged, nbytes = merge_blocks(start, counts * run_size)
+        if merged is not start:
+            start, counts = merged, nbytes // run_size
         bounds = Description._bounds([(self, low, high, int(lengths.sum()))])
         for array in (start, counts):
             array.flags.writeable = False
