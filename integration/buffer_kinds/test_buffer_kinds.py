@@ -1,6 +1,7 @@
 """Buffer kinds through ``ompy run``: the buffer protocol, DLPack and the CUDA array interface
-(over host memory) are sent and received in every point-to-point form, over sm and tcp, and
-ompy lets go of every exporter once the call or request that used it is done."""
+(over host memory) are sent and received in every point-to-point form, contiguous and through
+the convertor, over sm and tcp, and ompy lets go of every exporter once the call or request that
+used it is done."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def expected(rank: int) -> set[str]:
                 names.add(f"{kind}:{form}:{size}:released")
                 if rank == 1 or form in ("sendrecv", "waitall"):
                     names.add(f"{kind}:{form}:{size}:data")
+        for form in ("vector", "strided"):
+            for size in SIZES:
+                names.add(f"{kind}:{form}:{size}:released")
+                if rank == 1:
+                    names.update({f"{kind}:{form}:{size}:data", f"{kind}:{form}:{size}:gaps"})
     return names
 
 

@@ -3,10 +3,11 @@
 Rank 0 and rank 1 exchange messages whose buffers are exported through the buffer protocol,
 DLPack and the CUDA array interface (over host memory), in every point-to-point form (blocking,
 nonblocking, synchronous, send-receive, persistent) and at sizes that take each protocol: eager,
-rendezvous, and pipelined or RDMA (``get``) transfers.  After each operation the exporter and
-the array behind it must be gone as soon as the program drops them: ompy holds no reference
-past the call or the completed request (a persistent request holds it until freed).  No
-``gc.collect()``: a reference cycle that only the collector frees would hold a message's memory
+rendezvous, and pipelined or RDMA (``get``) transfers; then non-contiguous messages of each
+kind (a vector datatype, a strided export) through the convertor.  After each operation the
+exporter and the array behind it must be gone as soon as the program drops them: ompy holds no
+reference past the call or the completed request (a persistent request holds it until freed).
+No ``gc.collect()``: a reference cycle that only the collector frees would hold a message's memory
 for an unknown time, so it counts as a leak here.
 
 Rank 0 prints one JSON line: the checks both ranks passed.  A failed check raises, and ``ompy
@@ -51,6 +52,7 @@ class CAIExporter:
         return {
             "data": (self.array.ctypes.data, False),
             "shape": self.array.shape,
+            "strides": None if self.array.flags.c_contiguous else self.array.strides,
             "typestr": self.array.dtype.str,
             "version": 3,
         }
@@ -131,6 +133,29 @@ def exchange(kind, nbytes, form):
     return refs
 
 
+def exchange_derived(kind, nbytes, form):
+    """``nbytes`` of doubles as every other element of a buffer twice as large, described by a
+    vector datatype (``form`` "vector") or by the strides of the exported array ("strided"):
+    packed and unpacked through the convertor, fragment by fragment."""
+    make = KINDS[kind]
+    count = nbytes // 8
+    memory = np.full(2 * count, -1.0)
+    if rank == 0:
+        memory[::2] = pattern(nbytes, 0)
+    vector = MPI.DOUBLE.Create_vector(count, 1, 2).Commit()
+    exporter = make(memory) if form == "vector" else make(memory[::2])
+    message = [exporter, 1, vector] if form == "vector" else exporter
+    refs = [weakref.ref(exporter), weakref.ref(memory)]
+    if rank == 0:
+        comm.Isend(message, 1, 7).Wait()
+    else:
+        comm.Recv(message, 0, 7)
+        check(f"{kind}:{form}:{nbytes}:data", np.array_equal(memory[::2], pattern(nbytes, 0)))
+        check(f"{kind}:{form}:{nbytes}:gaps", (memory[1::2] == -1.0).all())
+    vector.Free()
+    return refs
+
+
 def collected(refs):
     return [i for i, ref in enumerate(refs) if ref() is not None]
 
@@ -139,6 +164,14 @@ for kind in KINDS:
     for form in ("blocking", "nonblocking", "synchronous", "sendrecv", "waitall", "persistent"):
         for nbytes in SIZES:
             refs = exchange(kind, nbytes, form)
+            alive = collected(refs)
+            check(f"{kind}:{form}:{nbytes}:released", not alive, f"still alive: {alive}")
+            comm.Barrier()
+
+for kind in KINDS:
+    for form in ("vector", "strided"):
+        for nbytes in SIZES:
+            refs = exchange_derived(kind, nbytes, form)
             alive = collected(refs)
             check(f"{kind}:{form}:{nbytes}:released", not alive, f"still alive: {alive}")
             comm.Barrier()

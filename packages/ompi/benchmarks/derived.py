@@ -17,7 +17,8 @@ Both ranks use the same datatype for sending and receiving, so each message is p
 side and unpacked on the other; the data is checked after the timed loop.  Every library gets
 exactly the same ``Datatype`` calls, so ``--mpi ompy`` and ``--mpi mpi4py`` (or ``$BENCH_MPI``)
 measure the same work.  Every round trip is timed after a warm-up; ``lat_us`` is half the
-median round trip, ``bw_GBps`` the message's data bytes over it (1 GB = 1e9 B).
+median round trip, ``bw_GBps`` the message's data bytes over it (1 GB = 1e9 B); ``lat_min_us``
+and ``bw_best_GBps`` are the same of the fastest round trip, steadier on a loaded machine.
 
 Output, on rank 0: ``# key: value`` metadata lines, then one CSV table.  Numbers, not a test:
 compare runs made in the same minutes (``compare_derived.sh`` interleaves the two libraries).
@@ -50,7 +51,8 @@ def load_mpi(package: str) -> Any:
 def library(mpi: Any, package: str) -> str:
     """The library's name and version, for the metadata."""
     version = getattr(sys.modules.get(package), "__version__", "?")
-    first_line = mpi.Get_library_version().strip().splitlines()[0]
+    # Open MPI's string ends in a NUL byte, which would make the output a binary file.
+    first_line = mpi.Get_library_version().replace("\0", "").strip().splitlines()[0]
     return f"{package} {version}; {first_line}"
 
 
@@ -148,18 +150,20 @@ def main() -> None:
         layout.free()
         if rank == 0:
             half = statistics.median(times) / 2
-            rows.append((name, half * 1e6, min(times) / 2 * 1e6, count * 8 / half / 1e9))
+            best = min(times) / 2
+            rows.append((name, half, best))
     if rank == 0:
         print("# bench: derived")
         print(f"# impl: {library(mpi, args.mpi)}")
         print(f"# python: {platform.python_version()}; numpy {np.__version__}")
         print(f"# nprocs: {size}; host cpus: {os.cpu_count()}")
         print(f"# message: {count} doubles ({count * 8} bytes); iters: {args.iters}")
-        print("impl,transport,layout,size_bytes,iters,lat_us,lat_min_us,bw_GBps")
-        for name, lat, lat_min, bw in rows:
+        print("impl,transport,layout,size_bytes,iters,lat_us,lat_min_us,bw_GBps,bw_best_GBps")
+        nbytes = count * 8
+        for name, half, best in rows:
             print(
-                f"{args.mpi},{args.label},{name},{count * 8},{args.iters},"
-                f"{lat:.1f},{lat_min:.1f},{bw:.4f}"
+                f"{args.mpi},{args.label},{name},{nbytes},{args.iters},{half * 1e6:.1f},"
+                f"{best * 1e6:.1f},{nbytes / half / 1e9:.4f},{nbytes / best / 1e9:.4f}"
             )
         sys.stdout.flush()
 

@@ -1,6 +1,6 @@
 """One side-by-side table from benchmark runs of ompy and of a peer library (mpi4py).
 
-    python sidebyside.py OUTDIR [--metrics bw_GBps,lat_us]
+    python sidebyside.py OUTDIR [--metrics bw_GBps,bw_best_GBps,lat_us]
 
 ``OUTDIR`` holds ``SIDE/NAME.runK.csv`` files (``SIDE`` is ``ompy`` or ``peer``), each the
 output of a benchmark script of this directory: ``# key: value`` lines, then a CSV table with
@@ -58,7 +58,8 @@ def table(outdir: Path, metrics: list[str]) -> str:
     """The markdown table of both sides' medians and their ratio."""
     peer, ompy = (collect(outdir / side, metrics) for side in SIDES)
     lines = [
-        "| case | metric | mpi4py + Open MPI | ompy | ompy/peer | runs |",
+        f"| {' '.join(_key_columns(peer, ompy))} | metric | mpi4py + Open MPI | ompy | "
+        "ompy/peer | runs |",
         "|---|---|---|---|---|---|",
     ]
     for key in sorted(set(peer) | set(ompy)):
@@ -69,12 +70,20 @@ def table(outdir: Path, metrics: list[str]) -> str:
             pa = statistics.median(a) if a else None
             pb = statistics.median(b) if b else None
             ratio = f"{pb / pa:.2f}" if pa and pb else "n/a"
-            case = " ".join(key[1:])
+            case = " ".join(item.partition("=")[2] for item in key[1:])
             lines.append(
                 f"| {case} | {metric} | {_fmt(pa)} | {_fmt(pb)} | {ratio} | "
                 f"{len(a or [])}/{len(b or [])} |"
             )
     return "\n".join(lines)
+
+
+def _key_columns(*sides: dict[tuple[str, ...], Cell]) -> list[str]:
+    """The names of the key columns (those of the first row found), for the header."""
+    for side in sides:
+        for key in side:
+            return [item.partition("=")[0] for item in key[1:]]
+    return ["case"]
 
 
 def _fmt(value: float | None) -> str:
@@ -84,7 +93,7 @@ def _fmt(value: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", type=Path)
-    parser.add_argument("--metrics", default="bw_GBps,lat_us")
+    parser.add_argument("--metrics", default="bw_GBps,bw_best_GBps")
     args = parser.parse_args()
     print(table(args.outdir, args.metrics.split(",")))
 

@@ -433,3 +433,30 @@ def test_a_sendrecv_whose_send_buffer_is_refused_posts_no_receive():
         return None
 
     assert run_ranks(world, body)[0] == (True, [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_strided_exports_and_derived_datatypes_travel_and_are_released(kind):
+    world = make_world(2)
+
+    def body(comm):
+        vector = mpi.DOUBLE.Create_vector(5, 1, 2).Commit()
+        array = np.arange(10.0) + 100 * comm.rank
+        strided = exporters_of(kind, array[1::2])[0]  # every other element: a strided export
+        whole = exporters_of(kind, array)[0]
+        refs = [weakref.ref(strided), weakref.ref(whole), weakref.ref(array)]
+        if comm.rank == 0:
+            comm.Send(strided, 1, 1)
+            comm.Isend([whole, 1, vector], 1, 2).Wait()
+            result = None
+        else:
+            comm.Recv(strided, 0, 1)  # odd elements <- rank 0's odd elements
+            comm.Irecv([whole, 1, vector], 0, 2).Wait()  # even elements <- rank 0's even
+            result = array.tolist()
+        vector.Free()
+        del strided, whole, array
+        return result, [ref() is None for ref in refs]
+
+    sent, received = run_ranks(world, body)
+    assert sent[1] == received[1] == [True, True, True]
+    assert received[0] == np.arange(10.0).tolist()
