@@ -32,6 +32,9 @@ def expected(rank: int) -> set[str]:
                 names.add(f"{kind}:{form}:{size}:released")
                 if rank == 1 or form in ("sendrecv", "waitall"):
                     names.add(f"{kind}:{form}:{size}:data")
+        for form in ("bcast", "ibcast", "allreduce", "allgather"):
+            for size in SIZES:
+                names.update({f"{kind}:{form}:{size}:data", f"{kind}:{form}:{size}:released"})
         for form in ("vector", "strided"):
             for size in SIZES:
                 names.add(f"{kind}:{form}:{size}:released")

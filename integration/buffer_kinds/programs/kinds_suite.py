@@ -4,7 +4,8 @@ Rank 0 and rank 1 exchange messages whose buffers are exported through the buffe
 DLPack and the CUDA array interface (over host memory), in every point-to-point form (blocking,
 nonblocking, synchronous, send-receive, persistent) and at sizes that take each protocol: eager,
 rendezvous, and pipelined or RDMA (``get``) transfers; then non-contiguous messages of each
-kind (a vector datatype, a strided export) through the convertor.  After each operation the
+kind (a vector datatype, a strided export) through the convertor; and collectives (Bcast,
+Ibcast, Allreduce, Allgather) with buffers of each kind.  After each operation the
 exporter and the array behind it must be gone as soon as the program drops them: ompy holds no
 reference past the call or the completed request (a persistent request holds it until freed).
 No ``gc.collect()``: a reference cycle that only the collector frees would hold a message's memory
@@ -167,6 +168,40 @@ for kind in KINDS:
             alive = collected(refs)
             check(f"{kind}:{form}:{nbytes}:released", not alive, f"still alive: {alive}")
             comm.Barrier()
+
+
+def collective(kind, nbytes, form):
+    """One collective of ``form`` with this rank's buffers exported as ``kind``."""
+    make = KINDS[kind]
+    mine = pattern(nbytes, rank)
+    into = np.zeros(2 * (nbytes // 8))
+    send_obj, recv_obj = make(mine), make(into)
+    refs = [weakref.ref(send_obj), weakref.ref(recv_obj), weakref.ref(mine), weakref.ref(into)]
+    if form == "bcast":
+        comm.Bcast(send_obj, root=0)
+        check(f"{kind}:{form}:{nbytes}:data", np.array_equal(mine, pattern(nbytes, 0)))
+    elif form == "ibcast":
+        comm.Ibcast(send_obj, root=1).Wait()
+        check(f"{kind}:{form}:{nbytes}:data", np.array_equal(mine, pattern(nbytes, 1)))
+    elif form == "allreduce":
+        half = make(into[: nbytes // 8])
+        comm.Allreduce(send_obj, half, op=MPI.SUM)
+        del half
+        total = pattern(nbytes, 0) + pattern(nbytes, 1)
+        check(f"{kind}:{form}:{nbytes}:data", np.array_equal(into[: nbytes // 8], total))
+    elif form == "allgather":
+        comm.Allgather(send_obj, recv_obj)
+        both = np.concatenate([pattern(nbytes, 0), pattern(nbytes, 1)])
+        check(f"{kind}:{form}:{nbytes}:data", np.array_equal(into, both))
+    return refs
+
+
+for kind in KINDS:
+    for form in ("bcast", "ibcast", "allreduce", "allgather"):
+        for nbytes in SIZES:
+            refs = collective(kind, nbytes, form)
+            alive = collected(refs)
+            check(f"{kind}:{form}:{nbytes}:released", not alive, f"still alive: {alive}")
 
 for kind in KINDS:
     for form in ("vector", "strided"):
