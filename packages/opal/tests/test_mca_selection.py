@@ -6,6 +6,7 @@ import pytest
 
 from ompy.opal.mca import (
     Cardinality,
+    Component,
     ComponentLoadError,
     Framework,
     NoComponentError,
@@ -34,6 +35,17 @@ class {cls}(Component):
             return None
         return Offer(self.priority, ("{name}", context))
 """
+
+
+def test_a_framework_takes_its_name_and_interface_version_from_its_component_base_class():
+    class WidgetComponent(Component[None, str]):
+        framework = "widget"
+        interface_version = (3, 1)
+
+    described = Framework.of(WidgetComponent, "opal", Cardinality.MANY, "widgets")
+
+    assert described == Framework("widget", "opal", "widgets", (3, 1), Cardinality.MANY)
+    assert described.group == "ompy.mca.widget"
 
 
 def component(framework, name, priority, *, major=1, declines=False, extra=""):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Final
 
+from .accessors import GetProperty
+
 if TYPE_CHECKING:
     from .error_codes import ErrorCodes
 
@@ -314,20 +316,9 @@ class Exception(builtins.RuntimeError):
         """Error string."""
         return Get_error_string(self.ob_mpi)
 
-    @property
-    def error_code(self) -> int:
-        """Error code."""
-        return self.Get_error_code()
-
-    @property
-    def error_class(self) -> int:
-        """Error class."""
-        return self.Get_error_class()
-
-    @property
-    def error_string(self) -> str:
-        """Error string."""
-        return self.Get_error_string()
+    error_code = GetProperty(Get_error_code, "Error code.")
+    error_class = GetProperty(Get_error_class, "Error class.")
+    error_string = GetProperty(Get_error_string, "Error string.")
 
 
 #: Every ``ERR_*`` name with its value, for ``from ompy import MPI`` to re-export.

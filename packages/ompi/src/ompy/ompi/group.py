@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import attrs
 
+from .accessors import GetProperty
 from .constants import CONGRUENT, IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK
 from .errors import Exception as MPIException
@@ -132,15 +133,8 @@ class Group(Handle, referent="_members"):
         members = self.members
         return members.ranks.get(members.local, UNDEFINED)
 
-    @property
-    def size(self) -> int:
-        """Number of processes."""
-        return self.Get_size()
-
-    @property
-    def rank(self) -> int:
-        """Rank of this process."""
-        return self.Get_rank()
+    size = GetProperty(Get_size, "Number of processes.")
+    rank = GetProperty(Get_rank, "Rank of this process.")
 
     # -- comparison and translation -------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
+from .accessors import GetSetProperty
 from .constants import ANY_SOURCE, ANY_TAG
 from .datatype.datatype import Datatype
 from .datatype.predefined import BYTE
@@ -159,32 +160,9 @@ class Status:
         """Set message error."""
         self._set_int(2, error, "Set_error")
 
-    @property
-    def source(self) -> int:
-        """Message source."""
-        return self._int[0]
-
-    @source.setter
-    def source(self, value: int) -> None:
-        self.Set_source(value)
-
-    @property
-    def tag(self) -> int:
-        """Message tag."""
-        return self._int[1]
-
-    @tag.setter
-    def tag(self, value: int) -> None:
-        self.Set_tag(value)
-
-    @property
-    def error(self) -> int:
-        """Message error."""
-        return self._int[2]
-
-    @error.setter
-    def error(self, value: int) -> None:
-        self.Set_error(value)
+    source = GetSetProperty(Get_source, Set_source, "Message source.")
+    tag = GetSetProperty(Get_tag, Set_tag, "Message tag.")
+    error = GetSetProperty(Get_error, Set_error, "Message error.")
 
     # -- counts --------------------------------------------------------------------------------
 

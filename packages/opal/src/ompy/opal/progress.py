@@ -60,7 +60,7 @@ import threading
 import time
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .eventloop import EventLoop
 from .mca.params import ParamType, Registry, SourceKind
@@ -69,6 +69,7 @@ from .mca.params import ParamType, Registry, SourceKind
 ProgressCallback = Callable[[], int]
 #: A sleep hook: called before an idle wait blocks; False means "do not sleep, work is pending".
 SleepHook = Callable[[], bool]
+_T = TypeVar("_T")
 
 _FIRST_BLOCK_S = 50e-6
 #: Idle passes after which a threaded wait counts itself in ``ProgressEngine.waiting``.
@@ -182,16 +183,12 @@ class ProgressEngine:
     def register(self, callback: ProgressCallback) -> None:
         """Call ``callback`` on every progress pass; registering it twice is an error."""
         with self._lock:
-            if callback in self._callbacks:
-                raise ValueError(f"progress callback {callback!r} is already registered")
-            self._callbacks = (*self._callbacks, callback)
+            self._callbacks = _added(self._callbacks, callback, "progress callback")
 
     def unregister(self, callback: ProgressCallback) -> None:
         """Stop calling ``callback``; unknown callbacks are an error (a double unregister)."""
         with self._lock:
-            if callback not in self._callbacks:
-                raise ValueError(f"progress callback {callback!r} is not registered")
-            self._callbacks = tuple(cb for cb in self._callbacks if cb != callback)
+            self._callbacks = _removed(self._callbacks, callback, "progress callback")
 
     @property
     def callbacks(self) -> tuple[ProgressCallback, ...]:
@@ -280,16 +277,12 @@ class ProgressEngine:
         checks once more for work that arrived before the announcement was visible.
         """
         with self._lock:
-            if hook in self._sleep_hooks:
-                raise ValueError(f"sleep hook {hook!r} is already registered")
-            self._sleep_hooks = (*self._sleep_hooks, hook)
+            self._sleep_hooks = _added(self._sleep_hooks, hook, "sleep hook")
 
     def unregister_sleep_hook(self, hook: SleepHook) -> None:
         """Stop calling ``hook``; unknown hooks are an error (a double unregister)."""
         with self._lock:
-            if hook not in self._sleep_hooks:
-                raise ValueError(f"sleep hook {hook!r} is not registered")
-            self._sleep_hooks = tuple(h for h in self._sleep_hooks if h != hook)
+            self._sleep_hooks = _removed(self._sleep_hooks, hook, "sleep hook")
 
     # -- file descriptors -------------------------------------------------------------------
 
@@ -493,6 +486,23 @@ class ProgressEngine:
     def close(self) -> None:
         """Release the event loop (its wake-up pipe and selector); idempotent."""
         self._loop.close()
+
+
+def _added(entries: tuple[_T, ...], entry: _T, what: str) -> tuple[_T, ...]:
+    """``entries`` with ``entry`` at the end (a new tuple: passes iterate the old one safely).
+
+    Registering an entry twice is an error, named after ``what`` it is.
+    """
+    if entry in entries:
+        raise ValueError(f"{what} {entry!r} is already registered")
+    return (*entries, entry)
+
+
+def _removed(entries: tuple[_T, ...], entry: _T, what: str) -> tuple[_T, ...]:
+    """``entries`` without ``entry`` (a new tuple); removing an unknown one is an error."""
+    if entry not in entries:
+        raise ValueError(f"{what} {entry!r} is not registered")
+    return tuple(other for other in entries if other != entry)
 
 
 def _pass_lines(code: types.CodeType, names: tuple[str, ...]) -> frozenset[int]:

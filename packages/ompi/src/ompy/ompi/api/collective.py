@@ -5,7 +5,8 @@ Each method checks its arguments the way mpi4py does (same signatures, defaults 
 buffer of ``Scatter`` are ignored), turns the buffers into specs and calls the communicator's
 coll table (``comm.coll``, chosen per communicator by the coll framework), so the work is done
 by whichever component serves that operation.  Nonblocking forms wrap the table's request in
-an ``MPI.Request``.
+an ``MPI.Request``.  Buffers of non-contiguous layouts reach the table as contiguous
+stand-ins (:mod:`.staging`), unpacked when the operation completes.
 
 The lowercase forms call the table's object operations (``bcast_object``, ...), which the coll
 components provide like any other (``basic`` moves the objects point to point, encoded by the
@@ -33,8 +34,8 @@ from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
+from .families import collective_pair, staged_pair
 from .in_place import given, or_in_place
-from .request import Request
 from .staging import Staging, reduction_type
 from .vector_messages import parse_vector_message
 
@@ -47,64 +48,67 @@ class Collectives:
     def _live(self, call: str) -> Communicator:  # provided by Comm
         raise NotImplementedError
 
+    # Each buffer collective and its nonblocking form are one family (.families): an argument
+    # function checks the call's arguments the way mpi4py does and returns the communicator,
+    # what its coll table operation takes and the call's staging (.staging); the pair of
+    # methods is made from it.
+
     # -- barrier ---------------------------------------------------------------------------------
 
-    def Barrier(self) -> None:
-        """Barrier synchronization."""
-        c = self._live("Comm.Barrier")
-        c.coll.barrier(c)
+    def _barrier_args(self, call: str) -> tuple[Communicator, tuple[Any, ...]]:
+        return self._live(call), ()
 
-    def Ibarrier(self) -> Request:
-        """Nonblocking barrier synchronization."""
-        c = self._live("Comm.Ibarrier")
-        return Request._of(c.coll.ibarrier(c), c)
-
-    def barrier(self) -> None:
-        """Barrier synchronization."""
-        self.Barrier()
-
-    def ibarrier(self) -> Request:
-        """Nonblocking barrier."""
-        return self.Ibarrier()
+    Barrier, Ibarrier = collective_pair(
+        _barrier_args,
+        "Comm.Barrier",
+        "Barrier synchronization.",
+        "Nonblocking barrier synchronization.",
+    )
+    # The lowercase barriers are the uppercase ones: they move no data, pickled or not.
+    barrier = Barrier
+    ibarrier = Ibarrier
 
     # -- broadcast -------------------------------------------------------------------------------
 
     def _bcast_args(
-        self, call: str, buf: Any, root: Any
-    ) -> tuple[Communicator, BufferSpec, int, Staging]:
+        self, call: str, buf: Any, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         buf = given(buf, call, "buf")
         spec = parse_buffer(buf, readonly=c.rank == root)
         st = _staging(c, call, spec.datatype)
         staged = st.send(spec) if c.rank == root else st.receive(spec, origin=root)
-        return c, staged, root, st
+        return c, (staged, root), st
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         """Broadcast data from one process to all other processes."""
-        c, spec, root, st = self._bcast_args("Comm.Bcast", buf, root)
+        # Written out, as Allreduce is: a hot call, spared the family's argument packing.
+        c, (spec, root), st = self._bcast_args("Comm.Bcast", buf, root)
         c.coll.bcast(c, spec, root)
         st.finish()
 
-    def Ibcast(self, buf: Any, root: int = 0) -> Request:
-        """Nonblocking broadcast."""
-        c, spec, root, st = self._bcast_args("Comm.Ibcast", buf, root)
-        return Request._of(st.request(c.coll.ibcast(c, spec, root)), c)
+    Ibcast = staged_pair(
+        _bcast_args,
+        "Comm.Bcast",
+        "Broadcast data from one process to all other processes.",
+        "Nonblocking broadcast.",
+    )[1]
 
-    # -- gather ----------------------------------------------------------------------------------
+    # -- gather (the names ending in ``v`` are the vector forms) ---------------------------------
 
     def _gather_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
-    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec | None, int, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendbuf = given(sendbuf, call, "sendbuf")
             sendspec = _send_spec(sendbuf, call, in_place=False)
             st = _staging(c, call, sendspec.datatype)
-            return c, st.send(sendspec), None, root, st
+            return c, (st.send(sendspec), None, root), st
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if vector:
+        if call.endswith("v"):
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
@@ -115,35 +119,26 @@ class Collectives:
             )
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
-        return c, st.send(sendspec), staged, root, st
+        return c, (st.send(sendspec), staged, root), st
 
-    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Gather data to one process from all other processes."""
-        c, s, r, root, st = self._gather_args("Comm.Gather", sendbuf, recvbuf, root, False)
-        c.coll.gather(c, s, r, root)
-        st.finish()
-
-    def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Gather Vector: gather data to one process, with a count and displacement per rank."""
-        c, s, r, root, st = self._gather_args("Comm.Gatherv", sendbuf, recvbuf, root, True)
-        c.coll.gatherv(c, s, r, root)
-        st.finish()
-
-    def Igather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking gather."""
-        c, s, r, root, st = self._gather_args("Comm.Igather", sendbuf, recvbuf, root, False)
-        return Request._of(st.request(c.coll.igather(c, s, r, root)), c)
-
-    def Igatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking gather vector."""
-        c, s, r, root, st = self._gather_args("Comm.Igatherv", sendbuf, recvbuf, root, True)
-        return Request._of(st.request(c.coll.igatherv(c, s, r, root)), c)
+    Gather, Igather = staged_pair(
+        _gather_args,
+        "Comm.Gather",
+        "Gather data to one process from all other processes.",
+        "Nonblocking gather.",
+    )
+    Gatherv, Igatherv = staged_pair(
+        _gather_args,
+        "Comm.Gatherv",
+        "Gather Vector: gather data to one process, with a count and displacement per rank.",
+        "Nonblocking gather vector.",
+    )
 
     # -- scatter ---------------------------------------------------------------------------------
 
     def _scatter_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, root: Any, vector: bool
-    ) -> tuple[Communicator, VectorBufferSpec | None, BufferSpec, int, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
@@ -152,9 +147,9 @@ class Collectives:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
             recvspec = parse_buffer(recvbuf, readonly=False)
             st = _staging(c, call, recvspec.datatype)
-            return c, None, st.receive(recvspec, origin=root), root, st
+            return c, (None, st.receive(recvspec, origin=root), root), st
         sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
-        if vector:
+        if call.endswith("v"):
             sendspec = _vector(sendbuf, c.size, call, "sendbuf")
         else:
             sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
@@ -164,38 +159,29 @@ class Collectives:
                 _block_bytes(sendspec, c.rank), recvspec.nbytes, call, "the root's receive message"
             )
         st = _staging(c, call, sendspec.datatype)
-        return c, st.blocks(sendspec, output=False), st.receive(recvspec), root, st
+        return c, (st.blocks(sendspec, output=False), st.receive(recvspec), root), st
 
-    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Scatter data from one process to all other processes."""
-        c, s, r, root, st = self._scatter_args("Comm.Scatter", sendbuf, recvbuf, root, False)
-        c.coll.scatter(c, s, r, root)
-        st.finish()
-
-    def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-        """Scatter Vector: scatter data from one process, with a count and displacement per rank."""
-        c, s, r, root, st = self._scatter_args("Comm.Scatterv", sendbuf, recvbuf, root, True)
-        c.coll.scatterv(c, s, r, root)
-        st.finish()
-
-    def Iscatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking scatter."""
-        c, s, r, root, st = self._scatter_args("Comm.Iscatter", sendbuf, recvbuf, root, False)
-        return Request._of(st.request(c.coll.iscatter(c, s, r, root)), c)
-
-    def Iscatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Request:
-        """Nonblocking scatter vector."""
-        c, s, r, root, st = self._scatter_args("Comm.Iscatterv", sendbuf, recvbuf, root, True)
-        return Request._of(st.request(c.coll.iscatterv(c, s, r, root)), c)
+    Scatter, Iscatter = staged_pair(
+        _scatter_args,
+        "Comm.Scatter",
+        "Scatter data from one process to all other processes.",
+        "Nonblocking scatter.",
+    )
+    Scatterv, Iscatterv = staged_pair(
+        _scatter_args,
+        "Comm.Scatterv",
+        "Scatter Vector: scatter data from one process, with a count and displacement per rank.",
+        "Nonblocking scatter vector.",
+    )
 
     # -- allgather -------------------------------------------------------------------------------
 
     def _allgather_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
-    ) -> tuple[Communicator, BufferSpec, VectorBufferSpec, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if vector:
+        if call.endswith("v"):
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
         else:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
@@ -206,40 +192,30 @@ class Collectives:
             )
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
-        assert staged is not None
-        return c, st.send(sendspec), staged, st
+        return c, (st.send(sendspec), staged), st
 
-    def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
-        """Gather to All: gather data from all processes and distribute it to all."""
-        c, s, r, st = self._allgather_args("Comm.Allgather", sendbuf, recvbuf, False)
-        c.coll.allgather(c, s, r)
-        st.finish()
-
-    def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
-        """Gather to All Vector."""
-        c, s, r, st = self._allgather_args("Comm.Allgatherv", sendbuf, recvbuf, True)
-        c.coll.allgatherv(c, s, r)
-        st.finish()
-
-    def Iallgather(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking gather to all."""
-        c, s, r, st = self._allgather_args("Comm.Iallgather", sendbuf, recvbuf, False)
-        return Request._of(st.request(c.coll.iallgather(c, s, r)), c)
-
-    def Iallgatherv(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking gather to all vector."""
-        c, s, r, st = self._allgather_args("Comm.Iallgatherv", sendbuf, recvbuf, True)
-        return Request._of(st.request(c.coll.iallgatherv(c, s, r)), c)
+    Allgather, Iallgather = staged_pair(
+        _allgather_args,
+        "Comm.Allgather",
+        "Gather to All: gather data from all processes and distribute it to all.",
+        "Nonblocking gather to all.",
+    )
+    Allgatherv, Iallgatherv = staged_pair(
+        _allgather_args,
+        "Comm.Allgatherv",
+        "Gather to All Vector.",
+        "Nonblocking gather to all vector.",
+    )
 
     # -- all to all ------------------------------------------------------------------------------
 
     def _alltoall_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, vector: bool
-    ) -> tuple[Communicator, VectorBufferSpec, VectorBufferSpec, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if vector:
+        if call.endswith("v"):
             recvspec = _vector(recvbuf, size, call, "recvbuf", readonly=False)
             sendspec = _vector(sendbuf, size, call, "sendbuf", in_place=True)
         else:
@@ -256,69 +232,52 @@ class Collectives:
                 "the receive block",
             )
         st = _staging(c, call, recvspec.datatype)
-        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
-        sending = st.blocks(sendspec, output=False)
-        assert staged is not None and sending is not None
-        return c, sending, staged, st
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(size))
+        return c, (st.blocks(sendspec, output=False), staged), st
 
-    def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
-        """All to All Scatter/Gather: send data from all to all processes in a group."""
-        c, s, r, st = self._alltoall_args("Comm.Alltoall", sendbuf, recvbuf, False)
-        c.coll.alltoall(c, s, r)
-        st.finish()
-
-    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
-        """All to All Scatter/Gather Vector."""
-        c, s, r, st = self._alltoall_args("Comm.Alltoallv", sendbuf, recvbuf, True)
-        c.coll.alltoallv(c, s, r)
-        st.finish()
-
-    def Ialltoall(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking all to all."""
-        c, s, r, st = self._alltoall_args("Comm.Ialltoall", sendbuf, recvbuf, False)
-        return Request._of(st.request(c.coll.ialltoall(c, s, r)), c)
-
-    def Ialltoallv(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking all to all vector."""
-        c, s, r, st = self._alltoall_args("Comm.Ialltoallv", sendbuf, recvbuf, True)
-        return Request._of(st.request(c.coll.ialltoallv(c, s, r)), c)
+    Alltoall, Ialltoall = staged_pair(
+        _alltoall_args,
+        "Comm.Alltoall",
+        "All to All Scatter/Gather: send data from all to all processes in a group.",
+        "Nonblocking all to all.",
+    )
+    Alltoallv, Ialltoallv = staged_pair(
+        _alltoall_args,
+        "Comm.Alltoallv",
+        "All to All Scatter/Gather Vector.",
+        "Nonblocking all to all vector.",
+    )
 
     def _alltoallw_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[BufferSpec, ...] | None, tuple[BufferSpec, ...], _Stagings]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
+        st = _Stagings(call, c)  # one staging per block: each has its own datatype
         if sendbuf is IN_PLACE:
             staged = tuple(
-                _stage_w(c, call, spec, load=True, origin=peer)
-                for peer, spec in enumerate(recvspecs)
+                st.receive(spec, load=True, origin=peer) for peer, spec in enumerate(recvspecs)
             )
-            return c, None, tuple(spec for spec, _ in staged), _Stagings([s for _, s in staged])
+            return c, (None, staged), st
         sendspecs = _w_specs(sendbuf, c.size, readonly=True, call=call)
         _same_size(sendspecs[c.rank].nbytes, recvspecs[c.rank].nbytes, call, "the receive block")
-        sending = tuple(_staging(c, call, spec.datatype).send(spec) for spec in sendspecs)
-        staged = tuple(
-            _stage_w(c, call, spec, load=False, origin=peer) for peer, spec in enumerate(recvspecs)
-        )
-        return c, sending, tuple(spec for spec, _ in staged), _Stagings([s for _, s in staged])
+        sending = tuple(st.send(spec) for spec in sendspecs)
+        staged = tuple(st.receive(spec, origin=peer) for peer, spec in enumerate(recvspecs))
+        return c, (sending, staged), st
 
-    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
-        """All to All Scatter/Gather General: a count, byte displacement and datatype per rank."""
-        c, s, r, st = self._alltoallw_args("Comm.Alltoallw", sendbuf, recvbuf)
-        c.coll.alltoallw(c, s, r)
-        st.finish()
-
-    def Ialltoallw(self, sendbuf: Any, recvbuf: Any) -> Request:
-        """Nonblocking all to all general."""
-        c, s, r, st = self._alltoallw_args("Comm.Ialltoallw", sendbuf, recvbuf)
-        return Request._of(st.request(c.coll.ialltoallw(c, s, r)), c)
+    Alltoallw, Ialltoallw = staged_pair(
+        _alltoallw_args,
+        "Comm.Alltoallw",
+        "All to All Scatter/Gather General: a count, byte displacement and datatype per rank.",
+        "Nonblocking all to all general.",
+    )
 
     # -- reductions ------------------------------------------------------------------------------
 
     def _reduce_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, op: Any, root: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec | None, int, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
@@ -326,7 +285,7 @@ class Collectives:
             st = _staging(c, call, sendspec.datatype, reduce=True)
             sendspec = st.send(sendspec, reduce=True)
             _check_op(c, op, sendspec.datatype)
-            return c, sendspec, None, root, st
+            return c, (sendspec, None, op, root), st
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
@@ -334,22 +293,15 @@ class Collectives:
         sendspec = st.send(sendspec, reduce=True)
         recvspec = st.receive(recvspec, reduce=True, load=sendspec.in_place)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec, root, st
+        return c, (sendspec, recvspec, op, root), st
 
-    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
-        """Reduce to Root."""
-        c, s, r, root, st = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
-        st.table().reduce(c, s, r, op, root)
-        st.finish()
-
-    def Ireduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> Request:
-        """Reduce to Root (nonblocking)."""
-        c, s, r, root, st = self._reduce_args("Comm.Ireduce", sendbuf, recvbuf, op, root)
-        return Request._of(st.request(st.table().ireduce(c, s, r, op, root)), c)
+    Reduce, Ireduce = staged_pair(
+        _reduce_args, "Comm.Reduce", "Reduce to Root.", "Reduce to Root (nonblocking)."
+    )
 
     def _everyone_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
@@ -359,44 +311,33 @@ class Collectives:
         # Exscan leaves rank 0's buffer as it was: every stand-in starts with the buffer's data.
         recvspec = st.receive(recvspec, reduce=True, load=True)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec, st
+        return c, (sendspec, recvspec, op), st
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce to All."""
-        c, s, r, st = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
-        st.table().allreduce(c, s, r, op)
+        c, (sendspec, recvspec, op), st = self._everyone_args(
+            "Comm.Allreduce", sendbuf, recvbuf, op
+        )
+        st.table().allreduce(c, sendspec, recvspec, op)
         st.finish()
 
-    def Iallreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Reduce to All (nonblocking)."""
-        c, s, r, st = self._everyone_args("Comm.Iallreduce", sendbuf, recvbuf, op)
-        return Request._of(st.request(st.table().iallreduce(c, s, r, op)), c)
+    Iallreduce = staged_pair(
+        _everyone_args, "Comm.Allreduce", "Reduce to All.", "Reduce to All (nonblocking)."
+    )[1]
 
-    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        """Inclusive Scan."""
-        c, s, r, st = self._everyone_args("Intracomm.Scan", sendbuf, recvbuf, op)
-        st.table().scan(c, s, r, op)
-        st.finish()
-
-    def Iscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Inclusive Scan (nonblocking)."""
-        c, s, r, st = self._everyone_args("Intracomm.Iscan", sendbuf, recvbuf, op)
-        return Request._of(st.request(st.table().iscan(c, s, r, op)), c)
-
-    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        """Exclusive Scan (rank 0's receive buffer is left as it was)."""
-        c, s, r, st = self._everyone_args("Intracomm.Exscan", sendbuf, recvbuf, op)
-        st.table().exscan(c, s, r, op)
-        st.finish()
-
-    def Iexscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Exclusive Scan (nonblocking)."""
-        c, s, r, st = self._everyone_args("Intracomm.Iexscan", sendbuf, recvbuf, op)
-        return Request._of(st.request(st.table().iexscan(c, s, r, op)), c)
+    Scan, Iscan = staged_pair(
+        _everyone_args, "Intracomm.Scan", "Inclusive Scan.", "Inclusive Scan (nonblocking)."
+    )
+    Exscan, Iexscan = staged_pair(
+        _everyone_args,
+        "Intracomm.Exscan",
+        "Exclusive Scan (rank 0's receive buffer is left as it was).",
+        "Exclusive Scan (nonblocking).",
+    )
 
     def _reduce_scatter_block_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec, Staging]:
+        self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -407,7 +348,7 @@ class Collectives:
             offset = (whole.displs[0] if whole.displs else 0) * whole.datatype.extent
             recvspec = st.whole(whole.buffer, offset, count * size, whole.datatype, count)
             _check_op(c, op, recvspec.datatype)
-            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, st
+            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, op), st
         recvspec = parse_buffer(recvbuf, readonly=False)
         blocks = _blocks(sendbuf, size, readonly=True, call=call)
         _same_type(blocks.datatype, recvspec.datatype, call)
@@ -420,26 +361,23 @@ class Collectives:
         sendspec = st.send(_whole(blocks), reduce=True)
         recvspec = st.receive(recvspec, reduce=True)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec, st
+        return c, (sendspec, recvspec, op), st
 
-    def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        """Reduce-Scatter Block (regular, non-vector version)."""
-        c, s, r, st = self._reduce_scatter_block_args(
-            "Comm.Reduce_scatter_block", sendbuf, recvbuf, op
-        )
-        st.table().reduce_scatter_block(c, s, r, op)
-        st.finish()
-
-    def Ireduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> Request:
-        """Reduce-Scatter Block (nonblocking)."""
-        c, s, r, st = self._reduce_scatter_block_args(
-            "Comm.Ireduce_scatter_block", sendbuf, recvbuf, op
-        )
-        return Request._of(st.request(st.table().ireduce_scatter_block(c, s, r, op)), c)
+    Reduce_scatter_block, Ireduce_scatter_block = staged_pair(
+        _reduce_scatter_block_args,
+        "Comm.Reduce_scatter_block",
+        "Reduce-Scatter Block (regular, non-vector version).",
+        "Reduce-Scatter Block (nonblocking).",
+    )
 
     def _reduce_scatter_args(
-        self, call: str, sendbuf: Any, recvbuf: Any, recvcounts: Any, op: Any
-    ) -> tuple[Communicator, BufferSpec, BufferSpec, tuple[int, ...], Staging]:
+        self,
+        call: str,
+        sendbuf: Any,
+        recvbuf: Any,
+        recvcounts: Sequence[int] | None = None,
+        op: Op = SUM,
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         size, rank = c.size, c.rank
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -460,9 +398,9 @@ class Collectives:
                 parsed.buffer, parsed.offset, parsed.count, parsed.datatype, counts[rank]
             )
             _check_op(c, op, recvspec.datatype)
-            per = recvspec.count // counts[rank] if counts[rank] else _per(c, call, parsed)
+            per = _per(c, call, parsed)
             scaled = tuple(count * per for count in counts)
-            return c, parse_buffer(IN_PLACE, in_place=True), recvspec, scaled, st
+            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, scaled, op), st
         sendspec = _send_spec(sendbuf, call, in_place=False)
         if recvcounts is None:
             counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
@@ -483,26 +421,14 @@ class Collectives:
         sendspec = st.send(sendspec, reduce=True)
         recvspec = st.receive(parsed, reduce=True)
         _check_op(c, op, recvspec.datatype)
-        return c, sendspec, recvspec, tuple(count * per for count in counts), st
+        return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
 
-    def Reduce_scatter(
-        self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
-    ) -> None:
-        """Reduce-Scatter (vector version)."""
-        c, s, r, counts, st = self._reduce_scatter_args(
-            "Comm.Reduce_scatter", sendbuf, recvbuf, recvcounts, op
-        )
-        st.table().reduce_scatter(c, s, r, counts, op)
-        st.finish()
-
-    def Ireduce_scatter(
-        self, sendbuf: Any, recvbuf: Any, recvcounts: Sequence[int] | None = None, op: Op = SUM
-    ) -> Request:
-        """Reduce-Scatter (nonblocking)."""
-        c, s, r, counts, st = self._reduce_scatter_args(
-            "Comm.Ireduce_scatter", sendbuf, recvbuf, recvcounts, op
-        )
-        return Request._of(st.request(st.table().ireduce_scatter(c, s, r, counts, op)), c)
+    Reduce_scatter, Ireduce_scatter = staged_pair(
+        _reduce_scatter_args,
+        "Comm.Reduce_scatter",
+        "Reduce-Scatter (vector version).",
+        "Reduce-Scatter (nonblocking).",
+    )
 
     # -- pickled objects -------------------------------------------------------------------------
 
@@ -630,36 +556,34 @@ def _staging(
     c: Communicator, call: str, datatype: Datatype | None, *, reduce: bool = False
 ) -> Staging:
     """The stand-ins of one call (:mod:`.staging`)."""
-    return Staging(call, c, datatype)
+    return Staging(call, c, datatype, reduction=reduce)
 
 
-def _stage_w(
-    c: Communicator, call: str, spec: BufferSpec, *, load: bool, origin: int
-) -> tuple[BufferSpec, Staging]:
-    """Alltoallw: every block has its own datatype, so its own staging."""
-    st = _staging(c, call, spec.datatype)
-    return st.receive(spec, load=load, origin=origin), st
+class _Stagings(Staging):
+    """The staging of an alltoallw: each block has its own datatype, so its own staging; the
+    unpacking owed by every block's is done together."""
 
+    __slots__ = ()
 
-class _Stagings:
-    """The stagings of an alltoallw (one per block), finished together."""
+    def __init__(self, call: str, comm: Communicator) -> None:
+        super().__init__(call, comm)
 
-    __slots__ = ("parts",)
+    def send(self, spec: BufferSpec, *, reduce: bool = False) -> BufferSpec:
+        return _staging(self.comm, self.call, spec.datatype).send(spec, reduce=reduce)
 
-    def __init__(self, parts: list[Staging]) -> None:
-        self.parts = parts
-
-    def finish(self) -> None:
-        for part in self.parts:
-            part.finish()
-
-    def request(self, inner: Any) -> Any:
-        pending = [part for part in self.parts if part.pending]
-        if not pending:
-            return inner
-        combined = Staging(pending[0].call)
-        combined._after = [after for part in pending for after in part._after]
-        return combined.request(inner)
+    def receive(
+        self,
+        spec: BufferSpec,
+        *,
+        reduce: bool = False,
+        load: bool = False,
+        origin: int | None = None,
+    ) -> BufferSpec:
+        part = _staging(self.comm, self.call, spec.datatype)
+        staged = part.receive(spec, reduce=reduce, load=load, origin=origin)
+        if part.pending:
+            self._after.append(part.finish)
+        return staged
 
 
 def _per(c: Communicator, call: str, spec: BufferSpec) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
+from ..accessors import GetProperty, GetSetProperty
 from ..constants import UNDEFINED
 from ..errors import ERR_ARG, ERR_COMM, ERR_GROUP, ERR_TAG
 from ..errors import Exception as MPIException
@@ -106,24 +107,14 @@ class Comm(
         """Return the rank of this process in a communicator."""
         return self._live("Comm.Get_rank").rank
 
-    @property
-    def size(self) -> int:
-        """Number of processes."""
-        return self.Get_size()
-
-    @property
-    def rank(self) -> int:
-        """Rank of this process."""
-        return self.Get_rank()
+    size = GetProperty(Get_size, "Number of processes.")
+    rank = GetProperty(Get_rank, "Rank of this process.")
 
     def Get_group(self) -> Group:
         """Access the group associated with a communicator."""
         return Group(self._live("Comm.Get_group").group)
 
-    @property
-    def group(self) -> Group:
-        """Group."""
-        return self.Get_group()
+    group = GetProperty(Get_group, "Group.")
 
     def Compare(self, comm: Comm) -> int:
         """Compare two communicators: IDENT, CONGRUENT, SIMILAR or UNEQUAL."""
@@ -149,15 +140,8 @@ class Comm(
         self._live("Comm.Is_intra")
         return True
 
-    @property
-    def is_inter(self) -> bool:
-        """Is inter-communicator."""
-        return self.Is_inter()
-
-    @property
-    def is_intra(self) -> bool:
-        """Is intra-communicator."""
-        return self.Is_intra()
+    is_inter = GetProperty(Is_inter, "Is inter-communicator.")
+    is_intra = GetProperty(Is_intra, "Is intra-communicator.")
 
     # -- names and attributes ------------------------------------------------------------------
 
@@ -171,14 +155,7 @@ class Comm(
             raise TypeError(f"Comm.Set_name: the name must be a str, not {type(name).__name__}")
         self._live("Comm.Set_name").name = name
 
-    @property
-    def name(self) -> str:
-        """Print name."""
-        return self.Get_name()
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self.Set_name(value)
+    name = GetSetProperty(Get_name, Set_name, "Print name.")
 
     # -- constructors --------------------------------------------------------------------------
 

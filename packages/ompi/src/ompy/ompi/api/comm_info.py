@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Self
 
+from ..accessors import GetSetProperty
 from .communicator import Communicator
 from .info import Info, info_items
 
@@ -42,11 +43,4 @@ class CommInfo:
         """Return the current hints for a communicator (a new info object)."""
         return Info.Create(self._live("Comm.Get_info").hints)
 
-    @property
-    def info(self) -> Info:
-        """Info hints."""
-        return self.Get_info()
-
-    @info.setter
-    def info(self, info: Info) -> None:
-        self.Set_info(info)
+    info = GetSetProperty(Get_info, Set_info, "Info hints.")

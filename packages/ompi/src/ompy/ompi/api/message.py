@@ -100,19 +100,10 @@ class Message(Handle, referent="_message"):
         """Nonblocking test for a matched message."""
         return comm.Improbe(source, tag, status)
 
-    @classmethod
-    def probe(
-        cls, comm: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
-    ) -> Message:
-        """Blocking test for a matched message."""
-        return comm.mprobe(source, tag, status)
-
-    @classmethod
-    def iprobe(
-        cls, comm: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
-    ) -> Message | None:
-        """Nonblocking test for a matched message."""
-        return comm.improbe(source, tag, status)
+    # The lowercase probes are the uppercase ones: the message they match serves ``recv`` and
+    # ``Recv`` alike (as ``Comm.mprobe`` is ``Comm.Mprobe``).
+    probe = Probe
+    iprobe = Iprobe
 
     # -- receives -----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from ..mca.pml.interface import PmlMessage, ProbeStatus, SendMode
 from ..status import Status
 from .checks import dest_rank, recv_tag, send_tag, source_rank
 from .communicator import Communicator
+from .families import member
 from .message import MESSAGE_NO_PROC, Message
 from .pickled import receive_object, send_object, start_object_send
 from .request import Prequest, Request
@@ -92,13 +93,15 @@ class PointToPoint:
             tag = recv_tag(tag, c.tag_ub, call)
         return c, source, tag
 
-    def _start_send(self, call: str, buf: Any, dest: Any, tag: Any, mode: SendMode) -> Request:
+    # -- the families of sends: one definition each, a method per mode (see .families) ------------
+
+    def _start_send(self, call: str, mode: SendMode, buf: Any, dest: int, tag: int = 0) -> Request:
         c, dest, tag = self._send_args(call, dest, tag)
         if dest == PROC_NULL:
             return Request._of(proc_null_request(), c)
         return Request._of(start_send(c, parse_buffer(buf), dest, tag, mode, call=call), c)
 
-    def _blocking_send(self, call: str, buf: Any, dest: Any, tag: Any, mode: SendMode) -> None:
+    def _blocking_send(self, call: str, mode: SendMode, buf: Any, dest: int, tag: int = 0) -> None:
         c, dest, tag = self._send_args(call, dest, tag)
         if dest == PROC_NULL:
             return
@@ -163,17 +166,9 @@ class PointToPoint:
         if request.exception is not None:
             raise request.exception
 
-    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Blocking send in buffered mode."""
-        self._blocking_send("Comm.Bsend", buf, dest, tag, BUFFERED)
-
-    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Blocking send in synchronous mode."""
-        self._blocking_send("Comm.Ssend", buf, dest, tag, SYNCHRONOUS)
-
-    def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        """Blocking send in ready mode."""
-        self._blocking_send("Comm.Rsend", buf, dest, tag, READY)
+    Bsend = member(_blocking_send, "Comm.Bsend", BUFFERED, "Blocking send in buffered mode.")
+    Ssend = member(_blocking_send, "Comm.Ssend", SYNCHRONOUS, "Blocking send in synchronous mode.")
+    Rsend = member(_blocking_send, "Comm.Rsend", READY, "Blocking send in ready mode.")
 
     # -- nonblocking -----------------------------------------------------------------------------
 
@@ -184,17 +179,11 @@ class PointToPoint:
             return Request._of(proc_null_request(), c)
         return Request._of(c.pml.isend(parse_buffer(buf), dest, tag, c, STANDARD), c)
 
-    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send in buffered mode."""
-        return self._start_send("Comm.Ibsend", buf, dest, tag, BUFFERED)
-
-    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send in synchronous mode."""
-        return self._start_send("Comm.Issend", buf, dest, tag, SYNCHRONOUS)
-
-    def Irsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send in ready mode."""
-        return self._start_send("Comm.Irsend", buf, dest, tag, READY)
+    Ibsend = member(_start_send, "Comm.Ibsend", BUFFERED, "Nonblocking send in buffered mode.")
+    Issend = member(
+        _start_send, "Comm.Issend", SYNCHRONOUS, "Nonblocking send in synchronous mode."
+    )
+    Irsend = member(_start_send, "Comm.Irsend", READY, "Nonblocking send in ready mode.")
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         """Nonblocking receive."""
@@ -330,28 +319,28 @@ class PointToPoint:
 
     # -- persistent ------------------------------------------------------------------------------
 
-    def _send_init(self, call: str, buf: Any, dest: Any, tag: Any, mode: SendMode) -> Prequest:
+    def _send_init(self, call: str, mode: SendMode, buf: Any, dest: int, tag: int = 0) -> Prequest:
         c, dest, tag = self._send_args(call, dest, tag)
         if dest == PROC_NULL:
             return Prequest._persistent(proc_null_request, c)
         spec = parse_buffer(buf)
         return Prequest._persistent(lambda: start_send(c, spec, dest, tag, mode, call=call), c)
 
-    def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
-        """Create a persistent request for a standard send."""
-        return self._send_init("Comm.Send_init", buf, dest, tag, STANDARD)
-
-    def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
-        """Persistent request for a send in buffered mode."""
-        return self._send_init("Comm.Bsend_init", buf, dest, tag, BUFFERED)
-
-    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
-        """Create a persistent request for a synchronous send."""
-        return self._send_init("Comm.Ssend_init", buf, dest, tag, SYNCHRONOUS)
-
-    def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
-        """Create a persistent request for a ready send."""
-        return self._send_init("Comm.Rsend_init", buf, dest, tag, READY)
+    Send_init = member(
+        _send_init, "Comm.Send_init", STANDARD, "Create a persistent request for a standard send."
+    )
+    Bsend_init = member(
+        _send_init, "Comm.Bsend_init", BUFFERED, "Persistent request for a send in buffered mode."
+    )
+    Ssend_init = member(
+        _send_init,
+        "Comm.Ssend_init",
+        SYNCHRONOUS,
+        "Create a persistent request for a synchronous send.",
+    )
+    Rsend_init = member(
+        _send_init, "Comm.Rsend_init", READY, "Create a persistent request for a ready send."
+    )
 
     def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         """Create a persistent request for a receive."""
@@ -363,7 +352,7 @@ class PointToPoint:
 
     # -- lowercase: pickled objects --------------------------------------------------------------
 
-    def _object_send(self, call: str, obj: Any, dest: Any, tag: Any, mode: SendMode) -> None:
+    def _object_send(self, call: str, mode: SendMode, obj: Any, dest: int, tag: int = 0) -> None:
         c, dest, tag = self._send_args(call, dest, tag)
         if dest == PROC_NULL:
             return
@@ -374,7 +363,9 @@ class PointToPoint:
             c.engine.wait_for(request)
         raise_if_failed(request)
 
-    def _object_isend(self, call: str, obj: Any, dest: Any, tag: Any, mode: SendMode) -> Request:
+    def _object_isend(
+        self, call: str, mode: SendMode, obj: Any, dest: int, tag: int = 0
+    ) -> Request:
         c, dest, tag = self._send_args(call, dest, tag)
         if dest == PROC_NULL:
             return Request._of(proc_null_request(), c)
@@ -398,25 +389,13 @@ class PointToPoint:
             c.engine.wait_for(request)
         raise_if_failed(request)
 
-    def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Send in buffered mode."""
-        self._object_send("Comm.bsend", obj, dest, tag, BUFFERED)
-
-    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        """Send in synchronous mode."""
-        self._object_send("Comm.ssend", obj, dest, tag, SYNCHRONOUS)
-
-    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send."""
-        return self._object_isend("Comm.isend", obj, dest, tag, STANDARD)
-
-    def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send in buffered mode."""
-        return self._object_isend("Comm.ibsend", obj, dest, tag, BUFFERED)
-
-    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
-        """Nonblocking send in synchronous mode."""
-        return self._object_isend("Comm.issend", obj, dest, tag, SYNCHRONOUS)
+    bsend = member(_object_send, "Comm.bsend", BUFFERED, "Send in buffered mode.")
+    ssend = member(_object_send, "Comm.ssend", SYNCHRONOUS, "Send in synchronous mode.")
+    isend = member(_object_isend, "Comm.isend", STANDARD, "Nonblocking send.")
+    ibsend = member(_object_isend, "Comm.ibsend", BUFFERED, "Nonblocking send in buffered mode.")
+    issend = member(
+        _object_isend, "Comm.issend", SYNCHRONOUS, "Nonblocking send in synchronous mode."
+    )
 
     def recv(
         self,
@@ -473,26 +452,8 @@ class PointToPoint:
         send.Wait()
         return result
 
-    def probe(
-        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
-    ) -> Literal[True]:
-        """Blocking test for a message."""
-        return self.Probe(source, tag, status)
-
-    def iprobe(
-        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
-    ) -> bool:
-        """Nonblocking test for a message."""
-        return self.Iprobe(source, tag, status)
-
-    def mprobe(
-        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
-    ) -> Message:
-        """Blocking test for a matched message."""
-        return self.Mprobe(source, tag, status)
-
-    def improbe(
-        self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
-    ) -> Message | None:
-        """Nonblocking test for a matched message."""
-        return self.Improbe(source, tag, status)
+    # The lowercase probes are the uppercase ones: a probe moves no data, pickled or not.
+    probe = Probe
+    iprobe = Iprobe
+    mprobe = Mprobe
+    improbe = Improbe

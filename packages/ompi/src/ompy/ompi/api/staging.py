@@ -106,11 +106,20 @@ class Staging:
     unpack the results into the program's buffers.
     """
 
-    __slots__ = ("_after", "archs", "call", "comm", "hetero", "input")
+    __slots__ = ("_after", "archs", "call", "comm", "hetero", "input", "reduction")
 
-    def __init__(self, call: str, comm: Any = None, datatype: Datatype | None = None) -> None:
+    def __init__(
+        self,
+        call: str,
+        comm: Any = None,
+        datatype: Datatype | None = None,
+        *,
+        reduction: bool = False,
+    ) -> None:
         self.call = call
         self.comm = comm
+        #: A reduction: in a heterogeneous job :meth:`table` serves it with conversions.
+        self.reduction = reduction
         self._after: list[Callable[[], Any]] = []
         #: Typed data in a heterogeneous job: stand-ins carry each block as its origin wrote it.
         self.hetero = (
@@ -136,7 +145,7 @@ class Staging:
     def table(self) -> Any:
         """What serves this call's reductions: the communicator's coll table, or in a
         heterogeneous job the allgather-based reductions of :mod:`.hetero_reductions`."""
-        if not self.hetero:
+        if not (self.hetero and self.reduction):
             return self.comm.coll
         from .hetero_reductions import HeteroReductions
 

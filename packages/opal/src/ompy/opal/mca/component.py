@@ -21,13 +21,12 @@ from __future__ import annotations
 import abc
 import functools
 import logging
-from collections.abc import Iterable
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, Unpack
 
 import attrs
 
 from .. import output
-from .params import ParamSpec, ParamType, Registry
+from .params import ParamOptions, ParamSpec, ParamType, Registry
 
 ModuleT = TypeVar("ModuleT")
 #: An offer of a module of a subclass is an offer of the base module (``Offer`` is read-only).
@@ -118,28 +117,20 @@ class Component(abc.ABC, Generic[ContextT, ModuleT]):
     # -- helpers ------------------------------------------------------------------------------
 
     def register_param(
-        self,
-        name: str,
-        type: ParamType,
-        default: Any,
-        help: str,
-        *,
-        level: int = 5,
-        minimum: float | None = None,
-        maximum: float | None = None,
-        choices: Iterable[str] = (),
+        self, name: str, type: ParamType, default: Any, help: str, **options: Unpack[ParamOptions]
     ) -> ParamSpec:
-        """Register ``<framework>_<component>_<name>``; ``default`` is of the type ``type`` says."""
+        """Register ``<framework>_<component>_<name>``; ``default`` is of the type ``type`` says.
+
+        ``options`` are :meth:`Registry.register`'s (``level``, ``minimum``, ``maximum``,
+        ``choices``); the scope is this component's.
+        """
         return self.registry.register(
             self.param_name(name),
             type,
             default,
             help,
-            level=level,
-            minimum=minimum,
-            maximum=maximum,
-            choices=choices,
             scope=(self.framework, self.name),
+            **options,
         )
 
     def param(self, name: str) -> Any:

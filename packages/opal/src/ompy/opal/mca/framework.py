@@ -19,6 +19,7 @@ from .params import ParamType, Registry
 #: The component class of a framework (``BtlComponent`` for btl), carried by the type of its
 #: :class:`Framework` so that opening and selecting give components of that class.
 ComponentT = TypeVar("ComponentT", bound=Component[Any, Any])
+DeclaredT = TypeVar("DeclaredT", bound=Component[Any, Any])
 
 
 class Cardinality(enum.Enum):
@@ -36,8 +37,11 @@ class Framework(Generic[ComponentT]):
 
     ``interface_version`` is the version of the component interface that this release of the
     owning layer provides; components declare the version they implement and a different major
-    version is refused at load time.  The type parameter is the framework's component class:
-    declare the description as ``framework: Framework[BtlComponent] = Framework("btl", ...)``.
+    version is refused at load time.  The type parameter is the framework's component class.
+
+    A framework package declares its description with :meth:`of`, from its component base
+    class, which already states the framework's name and interface version (every component
+    inherits them): ``framework = Framework.of(BtlComponent, "opal", Cardinality.MANY, "...")``.
     """
 
     name: str
@@ -47,6 +51,20 @@ class Framework(Generic[ComponentT]):
     cardinality: Cardinality
 
     ENTRY_POINT_GROUP: ClassVar[str] = "ompy.frameworks"
+
+    @classmethod
+    def of(
+        cls, component: type[DeclaredT], layer: str, cardinality: Cardinality, description: str
+    ) -> Framework[DeclaredT]:
+        """The framework whose components derive from ``component``, its base class.
+
+        The name and the interface version are read from that class (its ``framework`` and
+        ``interface_version``), so they are written once, where components inherit them, and
+        the description can never name another framework or version than its components do.
+        """
+        return Framework(
+            component.framework, layer, description, component.interface_version, cardinality
+        )
 
     @property
     def group(self) -> str:

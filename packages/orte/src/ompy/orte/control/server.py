@@ -30,18 +30,8 @@ from ompy.opal.eventloop import EventLoop, Timer
 from ompy.opal.tally import Tally
 from ompy.opal.threads import InternalThread
 
-from . import auth, protocol, wire
+from . import auth, events, protocol, wire
 from .errors import ControlError, FenceError, RequestError
-from .events import (
-    BadClient,
-    Event,
-    RankAborted,
-    RankConnected,
-    RankException,
-    RankFinalized,
-    RankLeaving,
-    RankLost,
-)
 from .store import ModexStore
 
 DEFAULT_AUTH_TIMEOUT = 10.0
@@ -118,7 +108,7 @@ class ControlServer:
         jobid: str,
         size: int,
         secret: bytes,
-        on_event: Callable[[Event], None],
+        on_event: Callable[[events.Event], None],
         *,
         host: str = "127.0.0.1",
         auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
@@ -239,7 +229,7 @@ class ControlServer:
     def _stop(self) -> None:
         self._stopping = True
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: events.Event) -> None:
         try:
             self._on_event(event)
         except Exception:
@@ -371,7 +361,7 @@ class ControlServer:
         """Close a connection that never authenticated (or broke the framing) as a BadClient."""
         if tell_peer:
             self._send(conn, {"op": protocol.DENIED, "reason": reason})
-        self._emit(BadClient(conn.peer, reason))
+        self._emit(events.BadClient(conn.peer, reason))
         self._close(conn, flush=tell_peer)
 
     # -- requests ----------------------------------------------------------------------------
@@ -414,7 +404,7 @@ class ControlServer:
         with self._lock:
             self._connected.add(conn.rank)
         self._reply(conn, message["id"])
-        self._emit(RankConnected(conn.rank, message["pid"], message["host"]))
+        self._emit(events.RankConnected(conn.rank, message["pid"], message["host"]))
 
     def _on_commit(self, conn: _Connection, message: dict[str, Any]) -> None:
         self._store.commit(conn.rank, message["data"])
@@ -444,7 +434,7 @@ class ControlServer:
         self._mark_gone(conn.rank, "aborted")
         # The event goes out before the reply: the rank exits once it has the reply, and the
         # launcher must know why before it sees the exit.
-        self._emit(RankAborted(conn.rank, message["code"], message["message"]))
+        self._emit(events.RankAborted(conn.rank, message["code"], message["message"]))
         self._reply(conn, message["id"])
 
     def _on_finalize(self, conn: _Connection, message: dict[str, Any]) -> None:
@@ -453,7 +443,7 @@ class ControlServer:
         with self._lock:
             self._finalized.add(conn.rank)
         self._mark_gone(conn.rank, "finalized")
-        self._emit(RankFinalized(conn.rank))  # before the reply, as for abort
+        self._emit(events.RankFinalized(conn.rank))  # before the reply, as for abort
         self._reply(conn, message["id"])
         self._settle_leavers()
 
@@ -511,11 +501,12 @@ class ControlServer:
         unfinished = tuple(self._unfinished(conn.rank))
         conn.finished = "left"
         self._mark_gone(conn.rank, "exited without finalizing")
-        self._emit(RankLeaving(conn.rank, code, how, unfinished))
+        self._emit(events.RankLeaving(conn.rank, code, how, unfinished))
         self._reply(conn, request_id, False)  # after the event, as for abort
 
     def _on_exception(self, conn: _Connection, message: dict[str, Any]) -> None:
-        self._emit(RankException(conn.rank, message["traceback"]))  # before the reply, as for abort
+        # Before the reply, as for abort.
+        self._emit(events.RankException(conn.rank, message["traceback"]))
         self._reply(conn, message["id"])
 
     def _mark_gone(self, rank: int, why: str) -> None:
@@ -577,14 +568,14 @@ class ControlServer:
         if conn.closed:
             return
         if conn.rank is None:
-            self._emit(BadClient(conn.peer, f"{reason} before authenticating"))
+            self._emit(events.BadClient(conn.peer, f"{reason} before authenticating"))
         self._close(conn, flush=False)
         rank = conn.rank
         if rank is None or conn.finished in ("aborted", "left"):
             return
         if conn.finished != "finalized":
             self._mark_gone(rank, "was lost")
-            self._emit(RankLost(rank, reason))
+            self._emit(events.RankLost(rank, reason))
 
     def _close(self, conn: _Connection, *, flush: bool) -> None:
         if conn.closed:

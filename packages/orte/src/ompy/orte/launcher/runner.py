@@ -374,40 +374,33 @@ class JobRunner:
         self._loop.wake()
 
     def _handle_events(self) -> None:
-        from ompy.orte.control import (
-            BadClient,
-            RankAborted,
-            RankConnected,
-            RankException,
-            RankFinalized,
-            RankLeaving,
-            RankLost,
-        )
+        # The control plane's events, told apart from errmgr's by their module's name.
+        from ompy.orte.control import events
         from ompy.orte.mca import errmgr
 
         while self._events:
             event = self._events.popleft()
-            if isinstance(event, RankLost):
+            if isinstance(event, events.RankLost):
                 self._lost.add(event.rank)
-            elif isinstance(event, RankConnected):
+            elif isinstance(event, events.RankConnected):
                 self._connected.add(event.rank)
                 self.reporter.note(f"rank {event.rank} connected (pid {event.pid})")
-            elif isinstance(event, RankFinalized):
+            elif isinstance(event, events.RankFinalized):
                 self._finalized.add(event.rank)
-            elif isinstance(event, RankException):
+            elif isinstance(event, events.RankException):
                 self._tracebacks[event.rank] = event.traceback
                 record = self._ranks.get(event.rank)
                 if record is not None and record.returncode is None:
                     self._raised_deadlines[event.rank] = time.monotonic() + RAISED_GRACE
-            elif isinstance(event, RankAborted):
+            elif isinstance(event, events.RankAborted):
                 if self._ending is None:
                     self._judge(errmgr.RankAborted(event.rank, event.code, event.message))
-            elif isinstance(event, RankLeaving):
+            elif isinstance(event, events.RankLeaving):
                 if self._ending is None:
                     self._judge(
                         errmgr.RankLeft(event.rank, event.code, event.how, event.unfinished)
                     )
-            elif isinstance(event, BadClient):
+            elif isinstance(event, events.BadClient):
                 self._refused.note(_DIGITS.sub("N", event.reason))
             else:
                 self.reporter.note(f"control event: {event}")

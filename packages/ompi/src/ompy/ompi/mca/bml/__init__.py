@@ -21,12 +21,11 @@ from .interface import (
     BmlModule,
 )
 
-framework: Framework[BmlComponent] = Framework(
-    "bml",
+framework = Framework.of(
+    BmlComponent,
     "ompi",
+    Cardinality.ONE,
     "BTL management: per-peer lists of transport endpoints and bandwidth-weighted scheduling",
-    interface_version=INTERFACE_VERSION,
-    cardinality=Cardinality.ONE,
 )
 
 __all__ = [

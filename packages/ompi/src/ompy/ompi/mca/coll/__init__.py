@@ -24,12 +24,11 @@ from .interface import (
     Combine,
 )
 
-framework: Framework[CollComponent] = Framework(
-    "coll",
+framework = Framework.of(
+    CollComponent,
     "ompi",
+    Cardinality.MANY,
     "collective operations: the algorithms of barrier, broadcast, reductions, ... per communicator",
-    interface_version=INTERFACE_VERSION,
-    cardinality=Cardinality.MANY,
 )
 
 __all__ = [

@@ -13,12 +13,11 @@ from ompy.opal.mca import Cardinality, Framework
 
 from .interface import INTERFACE_VERSION, Intrinsic, Kernel, OpComponent, OpModule
 
-framework: Framework[OpComponent] = Framework(
-    "op",
+framework = Framework.of(
+    OpComponent,
     "ompi",
+    Cardinality.MANY,
     "reduction operations: kernels for each predefined operation and datatype",
-    interface_version=INTERFACE_VERSION,
-    cardinality=Cardinality.MANY,
 )
 
 __all__ = ["INTERFACE_VERSION", "Intrinsic", "Kernel", "OpComponent", "OpModule", "framework"]

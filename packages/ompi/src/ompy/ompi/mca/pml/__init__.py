@@ -20,12 +20,11 @@ from .interface import (
     SizedRecvRequest,
 )
 
-framework: Framework[PmlComponent] = Framework(
-    "pml",
+framework = Framework.of(
+    PmlComponent,
     "ompi",
+    Cardinality.ONE,
     "point-to-point messaging: matching of messages to receives and the protocols that move them",
-    interface_version=INTERFACE_VERSION,
-    cardinality=Cardinality.ONE,
 )
 
 __all__ = [

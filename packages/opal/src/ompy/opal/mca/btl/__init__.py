@@ -28,12 +28,11 @@ from .interface import (
     RecvCallback,
 )
 
-framework: Framework[BtlComponent] = Framework(
-    "btl",
+framework = Framework.of(
+    BtlComponent,
     "opal",
-    "byte transfer layer: moves tagged fragments between processes (self, shared memory, tcp)",
-    INTERFACE_VERSION,
     Cardinality.MANY,
+    "byte transfer layer: moves tagged fragments between processes (self, shared memory, tcp)",
 )
 
 __all__ = [

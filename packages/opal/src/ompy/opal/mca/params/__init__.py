@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .registry import (
     ParamError,
+    ParamOptions,
     ParamRegistrationError,
     ParamSpec,
     ParamValueError,
@@ -21,6 +22,7 @@ from .types import ParamType
 __all__ = [
     "ParamError",
     "ParamFileError",
+    "ParamOptions",
     "ParamRegistrationError",
     "ParamSpec",
     "ParamType",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import attrs
 
@@ -99,6 +99,19 @@ class Resolved:
     @property
     def text(self) -> str:
         return self.spec.type.format(self.value)
+
+
+class ParamOptions(TypedDict, total=False):
+    """The optional part of a declaration (:meth:`Registry.register`'s keywords, defaults there).
+
+    What a component passes on through :meth:`~ompy.opal.mca.Component.register_param`, which
+    fixes the rest (the name's prefix and the scope).
+    """
+
+    level: int
+    minimum: float | None
+    maximum: float | None
+    choices: Iterable[str]
 
 
 class Registry:

@@ -26,12 +26,12 @@ from .errors import (
 from .interface import INTERFACE_VERSION, ShmemComponent, ShmemModule
 from .segment import NAME_PREFIX, Segment, SegmentDescriptor, check_segment_name
 
-framework: Framework[ShmemComponent] = Framework(
-    "shmem",
+framework = Framework.of(
+    # mypy takes a class argument for one to instantiate; this abstract one is only read.
+    ShmemComponent,  # type: ignore[type-abstract]
     "opal",
+    Cardinality.ONE,
     "shared-memory segments that the processes of one node map together",
-    interface_version=INTERFACE_VERSION,
-    cardinality=Cardinality.ONE,
 )
 
 __all__ = [

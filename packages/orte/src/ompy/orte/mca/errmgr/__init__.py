@@ -18,14 +18,6 @@ from ompy.opal.mca import Cardinality, Component, Framework, Offer
 
 INTERFACE_VERSION = (1, 0)
 
-framework: Framework[ErrmgrComponent] = Framework(
-    "errmgr",
-    "orte",
-    "error management: deciding what a rank's failure means for the job",
-    INTERFACE_VERSION,
-    Cardinality.ONE,
-)
-
 
 @attrs.frozen
 class RankExited:
@@ -110,3 +102,11 @@ class ErrmgrComponent(Component[None, ErrmgrModule]):
     def query(self, context: None) -> Offer[ErrmgrModule] | None:
         """Offer an error policy for the job, or ``None`` to stay out."""
         return None
+
+
+framework = Framework.of(
+    ErrmgrComponent,
+    "orte",
+    Cardinality.ONE,
+    "error management: deciding what a rank's failure means for the job",
+)

@@ -31,14 +31,6 @@ __all__ = [
 
 INTERFACE_VERSION = (1, 0)
 
-framework: Framework[EssComponent] = Framework(
-    "ess",
-    "orte",
-    "environment-specific services: the identity of this process in its job",
-    INTERFACE_VERSION,
-    Cardinality.ONE,
-)
-
 
 class EssModule(abc.ABC):
     """What a selected ess component provides: this process's identity (its whole contract)."""
@@ -62,3 +54,11 @@ class EssComponent(Component[Mapping[str, str] | None, EssModule]):
     def query(self, context: Mapping[str, str] | None) -> Offer[EssModule] | None:
         """Offer a module if this component can tell who the process is; see the class doc."""
         return None
+
+
+framework = Framework.of(
+    EssComponent,
+    "orte",
+    Cardinality.ONE,
+    "environment-specific services: the identity of this process in its job",
+)

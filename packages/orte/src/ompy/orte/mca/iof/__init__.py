@@ -20,14 +20,6 @@ from ompy.orte.mca.plm import Stdio
 
 INTERFACE_VERSION = (1, 0)
 
-framework: Framework[IofComponent] = Framework(
-    "iof",
-    "orte",
-    "I/O forwarding: the ranks' standard input, output and error",
-    INTERFACE_VERSION,
-    Cardinality.ONE,
-)
-
 
 @attrs.frozen
 class IofOptions:
@@ -80,3 +72,11 @@ class IofComponent(Component[IofOptions, IofModule]):
     def query(self, context: IofOptions) -> Offer[IofModule] | None:
         """Offer a forwarder presenting output as ``context`` asks, or ``None`` to stay out."""
         return None
+
+
+framework = Framework.of(
+    IofComponent,
+    "orte",
+    Cardinality.ONE,
+    "I/O forwarding: the ranks' standard input, output and error",
+)

@@ -21,13 +21,6 @@ from ompy.orte.launcher.job import Node, Placement
 
 INTERFACE_VERSION = (1, 0)
 
-framework: Framework[PlmComponent] = Framework(
-    "plm",
-    "orte",
-    "process launch: starting, signalling and reaping the ranks of a job",
-    INTERFACE_VERSION,
-    Cardinality.ONE,
-)
 
 #: Stdio of a rank as ``subprocess.Popen`` understands it: an fd, ``DEVNULL`` or ``None``.
 StdioTarget = int | None
@@ -138,3 +131,11 @@ class PlmComponent(Component[Sequence[Node], PlmModule]):
     def query(self, context: Sequence[Node]) -> Offer[PlmModule] | None:
         """Offer a launcher for the job on these nodes, or ``None`` to stay out."""
         return None
+
+
+framework = Framework.of(
+    PlmComponent,
+    "orte",
+    Cardinality.ONE,
+    "process launch: starting, signalling and reaping the ranks of a job",
+)

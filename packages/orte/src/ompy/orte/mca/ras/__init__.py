@@ -19,14 +19,6 @@ from ompy.orte.launcher.job import Allocation
 
 INTERFACE_VERSION = (1, 0)
 
-framework: Framework[RasComponent] = Framework(
-    "ras",
-    "orte",
-    "resource allocation: the hosts and slots a job may use",
-    INTERFACE_VERSION,
-    Cardinality.ONE,
-)
-
 
 @attrs.frozen
 class AllocationRequest:
@@ -60,3 +52,8 @@ class RasComponent(Component[AllocationRequest, RasModule]):
     def query(self, context: AllocationRequest) -> Offer[RasModule] | None:
         """Offer a module that can allocate ``context``, or ``None`` to stay out."""
         return None
+
+
+framework = Framework.of(
+    RasComponent, "orte", Cardinality.ONE, "resource allocation: the hosts and slots a job may use"
+)

@@ -14,6 +14,7 @@ job, since parameters cannot change once MPI is initialized.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import attrs
 
 from ompy.ompi.mca.coll import CollModule
-from ompy.ompi.mca.coll.base import copy, region, run_schedule, start_schedule
+from ompy.ompi.mca.coll.base import copy, region, run_schedule, scratch, start_schedule
 from ompy.opal import output
 
 from .algorithms import (
@@ -37,7 +38,7 @@ from .algorithms import (
     vector,
 )
 from .decision import ALGORITHMS, decide
-from .util import Workspace
+from .util import Reduction, Workspace
 
 #: Operation -> algorithm name -> schedule ``function(comm, tag, workspace, *args)``.
 SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
@@ -78,10 +79,13 @@ SCHEDULES: dict[str, dict[str, Callable[..., Any]]] = {
         "ring": reduce_scatter.ring,
         "nonoverlapping": reduce_scatter.nonoverlapping,
     },
-    "scan": {"recursive_doubling": scan.scan_recursive_doubling, "linear": scan.scan_linear},
+    "scan": {
+        "recursive_doubling": functools.partial(scan.recursive_doubling, exclusive=False),
+        "linear": functools.partial(scan.linear, exclusive=False),
+    },
     "exscan": {
-        "recursive_doubling": scan.exscan_recursive_doubling,
-        "linear": scan.exscan_linear,
+        "recursive_doubling": functools.partial(scan.recursive_doubling, exclusive=True),
+        "linear": functools.partial(scan.linear, exclusive=True),
     },
 }
 SCHEDULES["reduce_scatter_block"] = SCHEDULES["reduce_scatter"]
@@ -147,46 +151,31 @@ class TunedCollModule(CollModule):
         return start_schedule(comm, function, Workspace(segment), *args)
 
     # -- operations ---------------------------------------------------------------------------
+    # Each operation with a nonblocking form is written once, taking ``blocking``: its ``i``
+    # form is the same method with ``blocking=False`` (the schedule runs on the progress engine
+    # with a workspace of its own, and the call returns its request).
 
-    def _barrier(self, comm: Any, algorithm: str | None, blocking: bool) -> Any:
+    def barrier(self, comm: Any, algorithm: str | None = None, *, blocking: bool = True) -> Any:
+        """Barrier: recursive doubling on ``2^k`` ranks, dissemination otherwise."""
         name = self.choose("barrier", comm.size, 0, True, algorithm)
         return self._go(comm, blocking, "barrier", SCHEDULES["barrier"][name])
 
-    def barrier(self, comm: Any, algorithm: str | None = None) -> None:
-        """Barrier: recursive doubling on ``2^k`` ranks, dissemination otherwise."""
-        self._barrier(comm, algorithm, True)
+    ibarrier = functools.partialmethod(barrier, blocking=False)
 
-    def ibarrier(self, comm: Any, algorithm: str | None = None) -> Any:
-        """Nonblocking barrier (the same algorithms as a schedule)."""
-        return self._barrier(comm, algorithm, False)
-
-    def _bcast(self, comm: Any, spec: Any, root: int, algorithm: str | None, blocking: bool) -> Any:
+    def bcast(
+        self,
+        comm: Any,
+        spec: Any,
+        root: int,
+        algorithm: str | None = None,
+        *,
+        blocking: bool = True,
+    ) -> Any:
+        """Broadcast: binomial for short messages, scatter + allgather or a pipeline for long."""
         name = self.choose("bcast", comm.size, spec.view.nbytes, True, algorithm)
         return self._go(comm, blocking, "bcast", SCHEDULES["bcast"][name], spec.view, root)
 
-    def bcast(self, comm: Any, spec: Any, root: int, algorithm: str | None = None) -> None:
-        """Broadcast: binomial for short messages, scatter + allgather or a pipeline for long."""
-        self._bcast(comm, spec, root, algorithm, True)
-
-    def ibcast(self, comm: Any, spec: Any, root: int, algorithm: str | None = None) -> Any:
-        """Nonblocking broadcast."""
-        return self._bcast(comm, spec, root, algorithm, False)
-
-    def _reduce(  # noqa: PLR0917 (the interface's arguments, then the overrides)
-        self,
-        comm: Any,
-        sendspec: Any,
-        recvspec: Any,
-        op: Any,
-        root: int,
-        algorithm: str | None,
-        blocking: bool,
-    ) -> Any:
-        mine = recvspec if sendspec.in_place else sendspec
-        name = self.choose("reduce", comm.size, mine.view.nbytes, op.Is_commutative(), algorithm)
-        target = recvspec.view if comm.rank == root else None
-        args = (mine.view, target, mine.count, mine.datatype, op, root)
-        return self._go(comm, blocking, "reduce", SCHEDULES["reduce"][name], *args)
+    ibcast = functools.partialmethod(bcast, blocking=False)
 
     def reduce(  # noqa: PLR0917 (the interface's arguments, then the override)
         self,
@@ -196,53 +185,48 @@ class TunedCollModule(CollModule):
         op: Any,
         root: int,
         algorithm: str | None = None,
-    ) -> None:
+        *,
+        blocking: bool = True,
+    ) -> Any:
         """Reduce: binomial tree, or a segmented chain for long vectors."""
-        self._reduce(comm, sendspec, recvspec, op, root, algorithm, True)
+        mine = recvspec if sendspec.in_place else sendspec
+        name = self.choose("reduce", comm.size, mine.view.nbytes, op.Is_commutative(), algorithm)
+        target = recvspec.view if comm.rank == root else None
+        red = Reduction(mine.view, target, mine.count, mine.datatype, op)
+        return self._go(comm, blocking, "reduce", SCHEDULES["reduce"][name], red, root)
 
-    def ireduce(  # noqa: PLR0917 (the interface's arguments, then the override)
+    ireduce = functools.partialmethod(reduce, blocking=False)
+
+    def allreduce(
         self,
         comm: Any,
         sendspec: Any,
         recvspec: Any,
         op: Any,
-        root: int,
         algorithm: str | None = None,
+        *,
+        blocking: bool = True,
     ) -> Any:
-        """Nonblocking reduce."""
-        return self._reduce(comm, sendspec, recvspec, op, root, algorithm, False)
-
-    def _allreduce(  # noqa: PLR0917 (the interface's arguments, then the overrides)
-        self,
-        comm: Any,
-        sendspec: Any,
-        recvspec: Any,
-        op: Any,
-        algorithm: str | None,
-        blocking: bool,
-    ) -> Any:
+        """Allreduce: recursive doubling (short, or non-commutative); Rabenseifner or ring."""
         result = recvspec.view
         name = self.choose("allreduce", comm.size, result.nbytes, op.Is_commutative(), algorithm)
         if not sendspec.in_place:
             copy(result, sendspec.view)
-        args = (result, recvspec.count, recvspec.datatype, op)
-        return self._go(comm, blocking, "allreduce", SCHEDULES["allreduce"][name], *args)
+        red = Reduction(result, result, recvspec.count, recvspec.datatype, op)
+        return self._go(comm, blocking, "allreduce", SCHEDULES["allreduce"][name], red)
 
-    def allreduce(
-        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
-    ) -> None:
-        """Allreduce: recursive doubling (short, or non-commutative); Rabenseifner or ring."""
-        self._allreduce(comm, sendspec, recvspec, op, algorithm, True)
+    iallreduce = functools.partialmethod(allreduce, blocking=False)
 
-    def iallreduce(
-        self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
+    def allgather(
+        self,
+        comm: Any,
+        sendspec: Any,
+        recvspec: Any,
+        algorithm: str | None = None,
+        *,
+        blocking: bool = True,
     ) -> Any:
-        """Nonblocking allreduce."""
-        return self._allreduce(comm, sendspec, recvspec, op, algorithm, False)
-
-    def _allgather(
-        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None, blocking: bool
-    ) -> Any:
+        """Allgather: recursive doubling or Bruck (short), neighbor exchange or ring (long)."""
         rank = comm.rank
         width = recvspec.counts[0] * recvspec.datatype.extent
         name = self.choose("allgather", comm.size, width, True, algorithm)
@@ -257,17 +241,7 @@ class TunedCollModule(CollModule):
 
         return self._go(comm, blocking, "allgather", SCHEDULES["allgather"][name], blocks)
 
-    def allgather(
-        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
-    ) -> None:
-        """Allgather: recursive doubling or Bruck (short), neighbor exchange or ring (long)."""
-        self._allgather(comm, sendspec, recvspec, algorithm, True)
-
-    def iallgather(
-        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
-    ) -> Any:
-        """Nonblocking allgather."""
-        return self._allgather(comm, sendspec, recvspec, algorithm, False)
+    iallgather = functools.partialmethod(allgather, blocking=False)
 
     def allgatherv(
         self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
@@ -279,56 +253,42 @@ class TunedCollModule(CollModule):
             copy(recvspec.block(comm.rank), sendspec.view)
         run_schedule(comm, SCHEDULES["allgatherv"][name], self.workspace, recvspec.block)
 
-    def _alltoall(  # noqa: PLR0917 (the interface's arguments, then the overrides)
+    def _alltoall(
         self,
         comm: Any,
-        operation: str,
         sendspec: Any,
         recvspec: Any,
-        algorithm: str | None,
-        workspace: Workspace,
-    ) -> tuple[Callable[..., Any], Callable[[int], memoryview]]:
+        algorithm: str | None = None,
+        *,
+        operation: str,
+        blocking: bool,
+    ) -> Any:
         size = comm.size
         width = recvspec.counts[0] * recvspec.datatype.extent if operation == "alltoall" else 0
         name = self.choose(operation, size, width, True, algorithm)
+        function = SCHEDULES[operation][name]
         if not sendspec.in_place:
-            return SCHEDULES[operation][name], sendspec.block
+            return self._go(comm, blocking, operation, function, sendspec.block, recvspec.block)
+        # In place: send what the receive blocks hold before the schedule overwrites them.
         blocks = [recvspec.block(peer) for peer in range(size)]
-        snapshot = workspace.get("snapshot", sum(block.nbytes for block in blocks))
+        total = sum(block.nbytes for block in blocks)
+        snapshot = self.workspace.get("snapshot", total) if blocking else scratch(total)
         starts = [0]
         for block in blocks:
             end = starts[-1] + block.nbytes
             copy(snapshot[starts[-1] : end], block)
             starts.append(end)
-        return SCHEDULES[operation][name], lambda peer: snapshot[starts[peer] : starts[peer + 1]]
 
-    def alltoall(
-        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
-    ) -> None:
-        """Alltoall: Bruck (short blocks, many ranks), linear (medium), pairwise (long)."""
-        function, outgoing = self._alltoall(
-            comm, "alltoall", sendspec, recvspec, algorithm, self.workspace
-        )
-        run_schedule(comm, function, self.workspace, outgoing, recvspec.block)
+        def outgoing(peer: int) -> memoryview:
+            return snapshot[starts[peer] : starts[peer + 1]]
 
-    def ialltoall(
-        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
-    ) -> Any:
-        """Nonblocking alltoall."""
-        workspace = Workspace()
-        function, outgoing = self._alltoall(
-            comm, "alltoall", sendspec, recvspec, algorithm, workspace
-        )
-        return start_schedule(comm, function, workspace, outgoing, recvspec.block)
+        return self._go(comm, blocking, operation, function, outgoing, recvspec.block)
 
-    def alltoallv(
-        self, comm: Any, sendspec: Any, recvspec: Any, algorithm: str | None = None
-    ) -> None:
-        """Alltoallv: linear up to 8 ranks, pairwise beyond."""
-        function, outgoing = self._alltoall(
-            comm, "alltoallv", sendspec, recvspec, algorithm, self.workspace
-        )
-        run_schedule(comm, function, self.workspace, outgoing, recvspec.block)
+    #: Alltoall: Bruck (short blocks, many ranks), linear (medium), pairwise (long).
+    alltoall = functools.partialmethod(_alltoall, operation="alltoall", blocking=True)
+    ialltoall = functools.partialmethod(_alltoall, operation="alltoall", blocking=False)
+    #: Alltoallv: linear up to 8 ranks, pairwise beyond.
+    alltoallv = functools.partialmethod(_alltoall, operation="alltoallv", blocking=True)
 
     def gather(
         self, comm: Any, sendspec: Any, recvspec: Any, root: int, algorithm: str | None = None
@@ -419,8 +379,8 @@ class TunedCollModule(CollModule):
         name = self.choose(
             operation, comm.size, total * datatype.extent, op.Is_commutative(), algorithm
         )
-        args = (source, recvspec.view, counts, datatype, op)
-        run_schedule(comm, SCHEDULES[operation][name], self.workspace, *args)
+        red = Reduction(source, recvspec.view, total, datatype, op)
+        run_schedule(comm, SCHEDULES[operation][name], self.workspace, red, counts)
 
     def reduce_scatter_block(
         self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None
@@ -456,8 +416,8 @@ class TunedCollModule(CollModule):
     ) -> None:
         source = recvspec.view if sendspec.in_place else sendspec.view
         name = self.choose(operation, comm.size, source.nbytes, op.Is_commutative(), algorithm)
-        args = (source, recvspec.view, recvspec.count, recvspec.datatype, op)
-        run_schedule(comm, SCHEDULES[operation][name], self.workspace, *args)
+        red = Reduction(source, recvspec.view, recvspec.count, recvspec.datatype, op)
+        run_schedule(comm, SCHEDULES[operation][name], self.workspace, red)
 
     def scan(
         self, comm: Any, sendspec: Any, recvspec: Any, op: Any, algorithm: str | None = None

@@ -15,63 +15,69 @@ contribution (the module copies the send buffer in first, or it is there ``IN_PL
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ompy.ompi.mca.coll.base import combine, copy, recv, send
+from ompy.ompi.mca.coll.base import copy, recv, send
 
-from ..util import Rounds, Workspace, fold_in, old_rank, pof2_below, split
+from ..util import Reduction, Rounds, Workspace, fold_in, old_rank, pof2_below, split
 from . import bcast, reduce
 
+#: What the ``2^k`` survivors of a fold run among themselves: ``phase(comm, tag, red, new,
+#: incoming)``, ``new`` the rank's number among them, ``incoming`` scratch of the vector's size.
+Phase = Callable[[Any, int, Reduction, int, memoryview], Rounds]
 
-def _unfold(comm: Any, tag: int, result: memoryview, new: int) -> Rounds:
-    """Survivors of :func:`~..util.fold_in` hand the result to the rank that dropped out."""
+
+def _folded(comm: Any, tag: int, ws: Workspace, red: Reduction, phase: Phase) -> Rounds:
+    """Fold to a power of two (:func:`~..util.fold_in`), run ``phase``, unfold.
+
+    Unfolding: each survivor that took over a dropped rank's data hands it the result.
+    """
     rank, size = comm.rank, comm.size
-    remainder = size - pof2_below(size)
-    if rank < 2 * remainder:
+    if size == 1:
+        return
+    result = red.source
+    incoming = ws.get(0, result.nbytes)
+    new = yield from fold_in(comm, tag, result, incoming, red)
+    if new >= 0:
+        yield from phase(comm, tag, red, new, incoming)
+    if rank < 2 * (size - pof2_below(size)):
         if new < 0:
             yield (recv(comm, result, rank + 1, tag),)
         else:
             yield (send(comm, result, rank - 1, tag),)
 
 
-def recursive_doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any, tag: int, ws: Workspace, result: memoryview, count: int, datatype: Any, op: Any
-) -> Rounds:
+def _doubling(comm: Any, tag: int, red: Reduction, new: int, incoming: memoryview) -> Rounds:
+    result, pof2 = red.source, pof2_below(comm.size)
+    remainder = comm.size - pof2
+    commutative = red.commutative
+    mine = result
+    mask = 1
+    while mask < pof2:
+        partner = old_rank(new ^ mask, remainder)
+        yield (send(comm, mine, partner, tag), recv(comm, incoming, partner, tag))
+        if commutative or partner < comm.rank:
+            red.combine(comm, incoming, mine)  # mine = theirs op mine
+        else:
+            red.combine(comm, mine, incoming)  # incoming = mine op theirs
+            mine, incoming = incoming, mine  # (result is copied back at the end)
+        mask <<= 1
+    if mine is not result:
+        copy(result, mine)
+
+
+def recursive_doubling(comm: Any, tag: int, ws: Workspace, red: Reduction) -> Rounds:
     """Exchange the whole vector with ``rank xor 2^k``; lower ranks' data on the left."""
-    size = comm.size
-    if size == 1:
-        return
-    nbytes = result.nbytes
-    commutative = op.Is_commutative()
-    pof2 = pof2_below(size)
-    remainder = size - pof2
-    incoming = ws.get(0, nbytes)
-    new = yield from fold_in(comm, tag, result, incoming, count, datatype, op)
-    if new >= 0:
-        mine = result
-        mask = 1
-        while mask < pof2:
-            partner = old_rank(new ^ mask, remainder)
-            yield (send(comm, mine, partner, tag), recv(comm, incoming, partner, tag))
-            if commutative or partner < comm.rank:
-                combine(comm, op, datatype, incoming, mine, count)  # mine = theirs op mine
-            else:
-                combine(comm, op, datatype, mine, incoming, count)  # incoming = mine op theirs
-                mine, incoming = incoming, mine  # (result is copied back at the end)
-            mask <<= 1
-        if mine is not result:
-            copy(result, mine)
-    yield from _unfold(comm, tag, result, new)
+    return _folded(comm, tag, ws, red, _doubling)
 
 
-def ring(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any, tag: int, ws: Workspace, result: memoryview, count: int, datatype: Any, op: Any
-) -> Rounds:
+def ring(comm: Any, tag: int, ws: Workspace, red: Reduction) -> Rounds:
     """Reduce-scatter then allgather around the ring, blocks cut into segments."""
     rank, size = comm.rank, comm.size
     if size == 1:
         return
-    extent = datatype.extent
+    result, count, extent = red.source, red.count, red.extent
     counts, offsets = split(count, size)
     piece = max(1, ws.segment // extent) if extent and ws.segment else max(count, 1)
     incoming = ws.get(0, counts[0] * extent)
@@ -93,73 +99,61 @@ def ring(  # noqa: PLR0917 (a schedule's arguments are positional)
         receives = [recv(comm, incoming[lo * extent : hi * extent], left, tag) for lo, hi in pieces]
         for (lo, hi), request in zip(pieces, receives, strict=True):
             yield (request,)
-            combine(
-                comm,
-                op,
-                datatype,
-                incoming[lo * extent : hi * extent],
-                target[lo * extent : hi * extent],
-                hi - lo,
-            )
+            part = slice(lo * extent, hi * extent)
+            red.combine(comm, incoming[part], target[part], hi - lo)
         yield sends
     for step in range(size - 1):
         out_index, in_index = (rank + 1 - step) % size, (rank - step) % size
         yield (send(comm, block(out_index), right, tag), recv(comm, block(in_index), left, tag))
 
 
-def rabenseifner(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any, tag: int, ws: Workspace, result: memoryview, count: int, datatype: Any, op: Any
+def _halving_doubling(
+    comm: Any, tag: int, red: Reduction, new: int, incoming: memoryview
 ) -> Rounds:
+    result, extent, pof2 = red.source, red.extent, pof2_below(comm.size)
+    remainder = comm.size - pof2
+    _counts, offsets = split(red.count, pof2)
+    offsets.append(red.count)
+
+    def blocks(first: int, stop: int) -> memoryview:
+        return result[offsets[first] * extent : offsets[stop] * extent]
+
+    low, high = 0, pof2
+    mask = pof2 >> 1
+    while mask:
+        partner = old_rank(new ^ mask, remainder)
+        middle = (low + high) // 2
+        if new & mask:
+            keep, give = (middle, high), (low, middle)
+        else:
+            keep, give = (low, middle), (middle, high)
+        kept = blocks(*keep)
+        into = incoming[: kept.nbytes]
+        yield (send(comm, blocks(*give), partner, tag), recv(comm, into, partner, tag))
+        red.combine(comm, into, kept, offsets[keep[1]] - offsets[keep[0]])
+        low, high = keep
+        mask >>= 1
+    mask = 1
+    while mask < pof2:
+        partner = old_rank(new ^ mask, remainder)
+        width = high - low
+        theirs = (high, high + width) if not new & mask else (low - width, low)
+        yield (
+            send(comm, blocks(low, high), partner, tag),
+            recv(comm, blocks(*theirs), partner, tag),
+        )
+        low, high = min(low, theirs[0]), max(high, theirs[1])
+        mask <<= 1
+
+
+def rabenseifner(comm: Any, tag: int, ws: Workspace, red: Reduction) -> Rounds:
     """Recursive halving (reduce-scatter) then recursive doubling (allgather), folded to 2^k."""
-    size = comm.size
-    if size == 1:
-        return
-    extent = datatype.extent
-    pof2 = pof2_below(size)
-    remainder = size - pof2
-    incoming = ws.get(0, result.nbytes)
-    new = yield from fold_in(comm, tag, result, incoming, count, datatype, op)
-    if new >= 0:
-        _counts, offsets = split(count, pof2)
-        offsets.append(count)
-
-        def blocks(first: int, stop: int) -> memoryview:
-            return result[offsets[first] * extent : offsets[stop] * extent]
-
-        low, high = 0, pof2
-        mask = pof2 >> 1
-        while mask:
-            partner = old_rank(new ^ mask, remainder)
-            middle = (low + high) // 2
-            if new & mask:
-                keep, give = (middle, high), (low, middle)
-            else:
-                keep, give = (low, middle), (middle, high)
-            kept = blocks(*keep)
-            into = incoming[: kept.nbytes]
-            yield (send(comm, blocks(*give), partner, tag), recv(comm, into, partner, tag))
-            combine(comm, op, datatype, into, kept, offsets[keep[1]] - offsets[keep[0]])
-            low, high = keep
-            mask >>= 1
-        mask = 1
-        while mask < pof2:
-            partner = old_rank(new ^ mask, remainder)
-            width = high - low
-            theirs = (high, high + width) if not new & mask else (low - width, low)
-            yield (
-                send(comm, blocks(low, high), partner, tag),
-                recv(comm, blocks(*theirs), partner, tag),
-            )
-            low, high = min(low, theirs[0]), max(high, theirs[1])
-            mask <<= 1
-    yield from _unfold(comm, tag, result, new)
+    return _folded(comm, tag, ws, red, _halving_doubling)
 
 
-def reduce_bcast(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any, tag: int, ws: Workspace, result: memoryview, count: int, datatype: Any, op: Any
-) -> Rounds:
+def reduce_bcast(comm: Any, tag: int, ws: Workspace, red: Reduction) -> Rounds:
     """Binomial reduction to rank 0, then a binomial broadcast from it (order-preserving)."""
     if comm.size == 1:
         return
-    yield from reduce.binomial(comm, tag, ws, result, result, count, datatype, op, 0)
-    yield from bcast.binomial(comm, tag, ws, result, 0)
+    yield from reduce.binomial(comm, tag, ws, red, 0)
+    yield from bcast.binomial(comm, tag, ws, red.source, 0)

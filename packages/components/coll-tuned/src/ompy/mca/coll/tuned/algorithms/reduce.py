@@ -11,25 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ompy.ompi.mca.coll.base import binomial_children, binomial_parent, combine, copy, recv, send
+from ompy.ompi.mca.coll.base import binomial_children, binomial_parent, copy, recv, send
 
-from ..util import Rounds, Workspace
+from ..util import Reduction, Rounds, Workspace
 
 
-def binomial(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    target: memoryview | None,
-    count: int,
-    datatype: Any,
-    op: Any,
-    root: int,
-) -> Rounds:
+def binomial(comm: Any, tag: int, ws: Workspace, red: Reduction, root: int) -> Rounds:
     """Binomial reduction of ``source`` into ``target`` at ``root`` (any op, rank order kept)."""
     rank, size = comm.rank, comm.size
-    commutative = op.Is_commutative()
+    source, target = red.source, red.target
+    commutative = red.commutative
     tree_root = root if commutative else 0
     nbytes = source.nbytes
     children = binomial_children(rank, tree_root, size)[::-1]  # nearest first: rank order
@@ -42,11 +33,11 @@ def binomial(  # noqa: PLR0917 (a schedule's arguments are positional)
             copy(result, source)
             for request, partial in zip(receives, partials, strict=True):
                 yield (request,)
-                combine(comm, op, datatype, partial, result, count)
+                red.combine(comm, partial, result)
         else:  # mine op child's, in rank order: the running result moves into each partial
             yield receives
             for partial in partials:
-                combine(comm, op, datatype, result, partial, count)
+                red.combine(comm, result, partial)
                 result = partial
     parent = binomial_parent(rank, tree_root, size)
     if parent is not None:
@@ -59,27 +50,17 @@ def binomial(  # noqa: PLR0917 (a schedule's arguments are positional)
         copy(target, result)
 
 
-def pipeline(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    target: memoryview | None,
-    count: int,
-    datatype: Any,
-    op: Any,
-    root: int,
-) -> Rounds:
+def pipeline(comm: Any, tag: int, ws: Workspace, red: Reduction, root: int) -> Rounds:
     """Segments flow down a chain of ranks to the root; each rank reduces them on the way.
 
     A commutative chain runs ``root-1, root-2, ..., root`` (relative ranks ``p-1 .. 0``); a
     non-commutative one runs ``p-1, ..., 0`` and rank 0 passes the result to the root.
     """
     rank, size = comm.rank, comm.size
-    commutative = op.Is_commutative()
-    head = root if commutative else 0
+    source, target, count = red.source, red.target, red.count
+    head = root if red.commutative else 0
     relative = (rank - head) % size
-    extent = datatype.extent
+    extent = red.extent
     per_segment = max(1, ws.segment // extent) if extent and ws.segment else max(count, 1)
     bounds = [
         (start, min(count, start + per_segment)) for start in range(0, count, per_segment)
@@ -101,7 +82,7 @@ def pipeline(  # noqa: PLR0917 (a schedule's arguments are positional)
         for (lo, hi), request in zip(bounds, receives, strict=True):
             yield (request,)
             piece = partial[lo * extent : hi * extent]
-            combine(comm, op, datatype, source[lo * extent : hi * extent], piece, hi - lo)
+            red.combine(comm, source[lo * extent : hi * extent], piece, hi - lo)
             if not at_head:
                 sends.append(send(comm, piece, (rank - 1) % size, tag))
         if sends:

@@ -1,7 +1,7 @@
 """Reduce-scatter (``counts[i]`` elements to rank ``i``): recursive halving, ring, reduce + scatter.
 
-``source`` holds the ``sum(counts)`` elements of this rank's contribution; the result block of
-this rank goes to ``target`` (which may lie inside ``source`` when the call is ``IN_PLACE``:
+``red.source`` holds the ``sum(counts)`` elements of this rank's contribution; the result block
+of this rank goes to ``red.target`` (which may lie inside ``source`` when the call is ``IN_PLACE``:
 every algorithm reads ``source`` into scratch before it writes ``target``).
 
 - ``recursive_halving`` (commutative): fold to ``2^k`` ranks, then ``k`` steps each exchanging
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ompy.ompi.mca.coll.base import combine, copy, recv, send
+import attrs
 
-from ..util import Rounds, Workspace, fold_in, pof2_below
+from ompy.ompi.mca.coll.base import copy, recv, send
+
+from ..util import Reduction, Rounds, Workspace, fold_in, pof2_below
 from . import reduce
 
 
@@ -28,27 +30,19 @@ def _offsets(counts: tuple[int, ...]) -> list[int]:
     return offsets
 
 
-def recursive_halving(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    target: memoryview,
-    counts: tuple[int, ...],
-    datatype: Any,
-    op: Any,
+def recursive_halving(
+    comm: Any, tag: int, ws: Workspace, red: Reduction, counts: tuple[int, ...]
 ) -> Rounds:
     """Fold to a power of two; survivor ``j`` ends with the blocks of its group of ranks."""
     rank, size = comm.rank, comm.size
-    extent = datatype.extent
+    extent, target = red.extent, red.target
     offsets = _offsets(counts)
-    total = offsets[-1]
-    work = ws.get("work", total * extent)
-    copy(work, source)
+    work = ws.get("work", red.count * extent)
+    copy(work, red.source)
     pof2 = pof2_below(size)
     remainder = size - pof2
-    incoming = ws.get("incoming", total * extent)
-    new = yield from fold_in(comm, tag, work, incoming, total, datatype, op)
+    incoming = ws.get("incoming", red.count * extent)
+    new = yield from fold_in(comm, tag, work, incoming, red)
     if new < 0:  # dropped out: the odd neighbour sends this rank's block at the end
         yield (recv(comm, target, rank + 1, tag),)
         return
@@ -73,9 +67,7 @@ def recursive_halving(  # noqa: PLR0917 (a schedule's arguments are positional)
             send(comm, work[give_lo * extent : give_hi * extent], partner, tag),
             recv(comm, into, partner, tag),
         )
-        combine(
-            comm, op, datatype, into, work[keep_lo * extent : keep_hi * extent], keep_hi - keep_lo
-        )
+        red.combine(comm, into, work[keep_lo * extent : keep_hi * extent], keep_hi - keep_lo)
         low, high = keep
         mask >>= 1
     if new < remainder:  # this odd rank also holds the block of the even rank below it
@@ -84,22 +76,13 @@ def recursive_halving(  # noqa: PLR0917 (a schedule's arguments are positional)
     copy(target, work[offsets[rank] * extent : offsets[rank + 1] * extent])
 
 
-def ring(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    target: memoryview,
-    counts: tuple[int, ...],
-    datatype: Any,
-    op: Any,
-) -> Rounds:
+def ring(comm: Any, tag: int, ws: Workspace, red: Reduction, counts: tuple[int, ...]) -> Rounds:
     """Step ``k`` sends block ``rank-k-1`` to the right after adding in what came from the left."""
     rank, size = comm.rank, comm.size
-    extent = datatype.extent
+    extent = red.extent
     offsets = _offsets(counts)
-    work = ws.get("work", offsets[-1] * extent)
-    copy(work, source)
+    work = ws.get("work", red.count * extent)
+    copy(work, red.source)
     incoming = ws.get("incoming", max(counts) * extent)
     right, left = (rank + 1) % size, (rank - 1) % size
 
@@ -110,33 +93,26 @@ def ring(  # noqa: PLR0917 (a schedule's arguments are positional)
         out_index, in_index = (rank - step - 1) % size, (rank - step - 2) % size
         into = incoming[: counts[in_index] * extent]
         yield (send(comm, block(out_index), right, tag), recv(comm, into, left, tag))
-        combine(comm, op, datatype, into, block(in_index), counts[in_index])
-    copy(target, block(rank))
+        red.combine(comm, into, block(in_index), counts[in_index])
+    copy(red.target, block(rank))
 
 
-def nonoverlapping(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    target: memoryview,
-    counts: tuple[int, ...],
-    datatype: Any,
-    op: Any,
+def nonoverlapping(
+    comm: Any, tag: int, ws: Workspace, red: Reduction, counts: tuple[int, ...]
 ) -> Rounds:
     """Binomial reduction to rank 0 (rank order kept), then rank 0 sends each block."""
     rank = comm.rank
-    extent = datatype.extent
+    extent = red.extent
     offsets = _offsets(counts)
-    reduced = ws.get("reduced", source.nbytes) if rank == 0 else None
-    yield from reduce.binomial(comm, tag, ws, source, reduced, offsets[-1], datatype, op, 0)
+    reduced = ws.get("reduced", red.source.nbytes) if rank == 0 else None
+    yield from reduce.binomial(comm, tag, ws, attrs.evolve(red, target=reduced), 0)
     if rank != 0:
-        yield (recv(comm, target, 0, tag),)
+        yield (recv(comm, red.target, 0, tag),)
         return
     sends = [
         send(comm, reduced[offsets[peer] * extent : offsets[peer + 1] * extent], peer, tag)
         for peer in range(1, comm.size)
     ]
-    copy(target, reduced[: counts[0] * extent])
+    copy(red.target, reduced[: counts[0] * extent])
     if sends:
         yield sends

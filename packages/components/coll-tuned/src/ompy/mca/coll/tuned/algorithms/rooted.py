@@ -12,16 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ompy.ompi.mca.coll.base import (
-    binomial_children,
-    binomial_parent,
-    copy,
-    recv,
-    send,
-    subtree_size,
-)
+from ompy.ompi.mca.coll.base import copy, recv, send
 
-from ..util import Rounds, Workspace
+from ..util import Rounds, Subtree, Workspace
 
 Block = Callable[[int], memoryview]
 
@@ -45,25 +38,22 @@ def binomial_gather(  # noqa: PLR0917 (a schedule's arguments are positional)
     root: int,
 ) -> Rounds:
     """Blocks up the binomial tree; ``whole`` is the root's receive buffer (all ``p`` blocks)."""
-    rank, size = comm.rank, comm.size
-    relative = (rank - root) % size
-    span = subtree_size(rank, root, size)
-    children = binomial_children(rank, root, size)
-    parent = binomial_parent(rank, root, size)
-    if not children and parent is not None:  # a leaf sends its own block as it is
+    size = comm.size
+    tree = Subtree.of(comm.rank, root, size)
+    parent = tree.parent
+    if not tree.runs and parent is not None:  # a leaf sends its own block as it is
         yield (send(comm, own, parent, tag),)
         return
-    store = _relative_store(comm, ws, root, width, span, whole)
+    store = _relative_store(comm, ws, root, width, tree.span, whole)
     copy(store[:width], own)
-    requests = []
-    for child in children:
-        start = (child - root) % size - relative
-        stop = start + subtree_size(child, root, size)
-        requests.append(recv(comm, store[start * width : stop * width], child, tag))
+    requests = [
+        recv(comm, store[first * width : stop * width], child, tag)
+        for child, first, stop in tree.runs
+    ]
     if requests:
         yield requests
     if parent is not None:
-        yield (send(comm, store[: span * width], parent, tag),)
+        yield (send(comm, store[: tree.span * width], parent, tag),)
     elif store is not whole:  # the root, not rank 0: relative order back to rank order
         head = (size - root) * width
         copy(whole[root * width :], store[:head])
@@ -80,11 +70,9 @@ def binomial_scatter(  # noqa: PLR0917 (a schedule's arguments are positional)
     root: int,
 ) -> Rounds:
     """Runs of blocks down the binomial tree; ``own`` is ``None`` at a root ``IN_PLACE``."""
-    rank, size = comm.rank, comm.size
-    relative = (rank - root) % size
-    span = subtree_size(rank, root, size)
-    children = binomial_children(rank, root, size)
-    parent = binomial_parent(rank, root, size)
+    size = comm.size
+    tree = Subtree.of(comm.rank, root, size)
+    parent = tree.parent
     if parent is None:
         if root == 0:
             store = whole
@@ -93,17 +81,16 @@ def binomial_scatter(  # noqa: PLR0917 (a schedule's arguments are positional)
             head = (size - root) * width
             copy(store[:head], whole[root * width :])
             copy(store[head:], whole[: root * width])
-    elif not children:
+    elif not tree.runs:
         yield (recv(comm, own, parent, tag),)
         return
     else:
-        store = ws.get(0, span * width)
+        store = ws.get(0, tree.span * width)
         yield (recv(comm, store, parent, tag),)
-    requests = []
-    for child in children:
-        start = (child - root) % size - relative
-        stop = start + subtree_size(child, root, size)
-        requests.append(send(comm, store[start * width : stop * width], child, tag))
+    requests = [
+        send(comm, store[first * width : stop * width], child, tag)
+        for child, first, stop in tree.runs
+    ]
     if own is not None:
         copy(own, store[:width])
     if requests:

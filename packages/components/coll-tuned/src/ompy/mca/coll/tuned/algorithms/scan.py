@@ -4,30 +4,26 @@ Recursive doubling (MPICH's): each rank keeps ``partial``, the reduction of the 
 of ``2^k`` ranks it belongs to, and exchanges it with ``rank xor 2^k``; data from a lower
 partner is added on the left of both ``partial`` and the result, data from a higher partner on
 the right of ``partial`` only, which keeps rank order for non-commutative operations.
+
+Each algorithm serves both forms (``exclusive``): the module binds it (``functools.partial``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ompy.ompi.mca.coll.base import combine, copy, recv, send
+from ompy.ompi.mca.coll.base import copy, recv, send
 
-from ..util import Rounds, Workspace
+from ..util import Reduction, Rounds, Workspace
 
 
-def _doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    result: memoryview,
-    count: int,
-    datatype: Any,
-    op: Any,
-    exclusive: bool,
+def recursive_doubling(
+    comm: Any, tag: int, ws: Workspace, red: Reduction, *, exclusive: bool
 ) -> Rounds:
+    """Scan by recursive doubling; an exclusive scan leaves rank 0's result untouched."""
     rank, size = comm.rank, comm.size
-    commutative = op.Is_commutative()
+    source, result = red.source, red.target
+    commutative = red.commutative
     nbytes = source.nbytes
     partial, incoming = ws.get(0, nbytes), ws.get(1, nbytes)
     copy(partial, source)
@@ -40,87 +36,35 @@ def _doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
         if partner < size:
             yield (send(comm, partial, partner, tag), recv(comm, incoming, partner, tag))
             if partner < rank:
-                combine(comm, op, datatype, incoming, partial, count)
+                red.combine(comm, incoming, partial)
                 if have_result:
-                    combine(comm, op, datatype, incoming, result, count)
+                    red.combine(comm, incoming, result)
                 else:
                     copy(result, incoming)
                     have_result = True
             elif commutative:
-                combine(comm, op, datatype, incoming, partial, count)
+                red.combine(comm, incoming, partial)
             else:
-                combine(comm, op, datatype, partial, incoming, count)
+                red.combine(comm, partial, incoming)
                 partial, incoming = incoming, partial
         mask <<= 1
 
 
-def scan_recursive_doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    result: memoryview,
-    count: int,
-    datatype: Any,
-    op: Any,
-) -> Rounds:
-    """Inclusive scan by recursive doubling."""
-    yield from _doubling(comm, tag, ws, source, result, count, datatype, op, False)
+def linear(comm: Any, tag: int, ws: Workspace, red: Reduction, *, exclusive: bool) -> Rounds:
+    """Rank ``r`` receives ``x0 op .. op x(r-1)`` from ``r-1`` and passes on that op ``xr``.
 
-
-def exscan_recursive_doubling(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    result: memoryview,
-    count: int,
-    datatype: Any,
-    op: Any,
-) -> Rounds:
-    """Exclusive scan by recursive doubling; rank 0's result is left untouched."""
-    yield from _doubling(comm, tag, ws, source, result, count, datatype, op, True)
-
-
-def scan_linear(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    result: memoryview,
-    count: int,
-    datatype: Any,
-    op: Any,
-) -> Rounds:
-    """Rank ``r`` receives ``x0 op .. op x(r-1)`` from ``r-1``, adds its own, passes it on."""
-    rank = comm.rank
-    if result is not source:
-        copy(result, source)
-    if rank > 0:
-        previous = ws.get(0, source.nbytes)
-        yield (recv(comm, previous, rank - 1, tag),)
-        combine(comm, op, datatype, previous, result, count)
-    if rank < comm.size - 1:
-        yield (send(comm, result, rank + 1, tag),)
-
-
-def exscan_linear(  # noqa: PLR0917 (a schedule's arguments are positional)
-    comm: Any,
-    tag: int,
-    ws: Workspace,
-    source: memoryview,
-    result: memoryview,
-    count: int,
-    datatype: Any,
-    op: Any,
-) -> Rounds:
-    """Rank ``r`` receives ``x0 op .. op x(r-1)`` into its result and passes on that op ``xr``."""
+    The inclusive scan keeps the running reduction in its result; the exclusive one receives
+    into its result and runs the reduction in scratch (the last rank has nothing to pass on).
+    """
     rank, last = comm.rank, comm.size - 1
-    mine = ws.get(0, source.nbytes)
-    copy(mine, source)
+    source, result = red.source, red.target
+    running = ws.get(0, source.nbytes) if exclusive else result  # x0 op .. op xr
+    if running is not source:
+        copy(running, source)
     if rank > 0:
-        yield (recv(comm, result, rank - 1, tag),)
-        if rank < last:
-            combine(comm, op, datatype, result, mine, count)
+        before = result if exclusive else ws.get(1, source.nbytes)  # x0 op .. op x(r-1)
+        yield (recv(comm, before, rank - 1, tag),)
+        if rank < last or not exclusive:
+            red.combine(comm, before, running)
     if rank < last:
-        yield (send(comm, mine, rank + 1, tag),)
+        yield (send(comm, running, rank + 1, tag),)

@@ -35,7 +35,7 @@ from ompy.ompi.mca.coll.base import (
     subtree_size,
 )
 
-from ..util import EMPTY, EMPTY_IN, Rounds, Workspace
+from ..util import EMPTY, EMPTY_IN, Rounds, Subtree, Workspace
 
 Block = Callable[[int], memoryview]
 
@@ -129,9 +129,8 @@ def binomial_scatterv(  # noqa: PLR0917 (a schedule's arguments are positional)
 ) -> Rounds:
     """Sizes, then runs of blocks, down the tree; ``own`` is ``None`` at a root ``IN_PLACE``."""
     rank, size = comm.rank, comm.size
-    relative = (rank - root) % size
-    span = subtree_size(rank, root, size)
-    parent = binomial_parent(rank, root, size)
+    tree = Subtree.of(rank, root, size)
+    parent = tree.parent
     if parent is None:
         sizes = np.array([block((r + root) % size).nbytes for r in range(size)], np.int64)
         starts = np.concatenate(([0], np.cumsum(sizes)))
@@ -139,15 +138,13 @@ def binomial_scatterv(  # noqa: PLR0917 (a schedule's arguments are positional)
         for r in range(size):
             copy(run[int(starts[r]) : int(starts[r + 1])], block((r + root) % size))
     else:
-        sizes = np.zeros(span, np.int64)
+        sizes = np.zeros(tree.span, np.int64)
         yield (recv(comm, memoryview(sizes).cast("B"), parent, tag),)
         starts = np.concatenate(([0], np.cumsum(sizes)))
         run = ws.get(0, int(starts[-1]))
         yield (recv(comm, run, parent, tag),)
     requests = []
-    for child in binomial_children(rank, root, size):
-        first = (child - root) % size - relative
-        stop = first + subtree_size(child, root, size)
+    for child, first, stop in tree.runs:
         header = memoryview(sizes[first:stop]).cast("B")
         requests.append(send(comm, header, child, tag))
         requests.append(send(comm, run[int(starts[first]) : int(starts[stop])], child, tag))
