@@ -35,6 +35,10 @@ components move them as the raw bytes they always move (no component needs to kn
   correct whatever the coll algorithm does with the bytes;
 - the element sizes of the members' architectures must agree for the regular operations
   (equal blocks); otherwise the call fails with ``ERR_CONVERSION`` naming the datatype.
+
+Open MPI's shared-memory collectives disqualify themselves in a heterogeneous job because they
+would see typed data; no coll component of ompy ever does (it gets raw stand-ins), so every
+component, ``sm`` included, keeps serving such a job.
 """
 
 from __future__ import annotations
