@@ -41,6 +41,8 @@ _ACK_PACK = ACK.struct.pack
 _FRAG_UNPACK = FRAG.struct.unpack_from
 _FRAG_SIZE = FRAG.size
 _FIN_PACK = FIN.struct.pack
+#: The largest piece of an RGET read aside for a non-contiguous receive (then unpacked).
+_PACKED_PIECE = 1 << 20
 #: Retained payloads up to this size are copied with bytes(); larger ones through a memoryview.
 _SMALL_COPY = 1 << 16
 
@@ -243,9 +245,11 @@ class RecvSide:
             return
         handle = MemHandle(message.rkey, total)
         piece = btl.rdma_frag_size or length
+        packed = type(view) is PackedTarget
+        if packed and piece > _PACKED_PIECE:  # read aside: in bounded pieces, not whole
+            piece = _PACKED_PIECE
         offsets = range(0, length, piece)
         request.pending_gets = len(offsets)
-        packed = type(view) is PackedTarget
         for offset in offsets:
             end = min(offset + piece, length)
             if packed:  # a non-contiguous layout: read the piece aside, unpack it on arrival
