@@ -59,7 +59,7 @@ def test_a_short_strided_send_is_packed_into_one_eager_fragment(make_world):
 
 
 @pytest.mark.parametrize("params", [FRAGS, RGET], ids=["frags", "rget"])
-@pytest.mark.parametrize("count", [1, 30, 200, 5000])
+@pytest.mark.parametrize("count", [1, 30, 200, 5000, 300_000])  # 2.4 MB: RGET in 3 pieces
 def test_a_strided_receive_unpacks_each_fragment_in_place(make_world, params, count):
     world = make_world(1, **params)
     spy = Spy(world, 0)
