@@ -9,6 +9,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ompy import MPI
 from ompy.ompi import errors
@@ -539,3 +541,73 @@ def test_small_displacements_with_bottom_are_not_addresses():
     vector = mpi.INT.Create_vector(2, 1, 2).Commit()
     klass, message = error_class(absolute_memory, vector.layout, 1, "Send")
     assert klass == errors.ERR_BUFFER and "MPI.Get_address" in message and "Send" in message
+
+
+def test_the_predefined_element_of_a_derived_datatype():
+    """What a reduction with a predefined operation computes on (None: mixed or no data)."""
+    pairs = mpi.DOUBLE_INT.Create_vector(3, 1, 2).Create_resized(0, 100).Dup()
+    assert pairs.layout.element_layout() is mpi.DOUBLE_INT.layout
+    doubles = Datatype.Create_struct(
+        [2, 0, 1], [0, 100, 40], [mpi.DOUBLE, mpi.INT, mpi.DOUBLE.Create_contiguous(3)]
+    )
+    assert doubles.layout.element_layout() is mpi.DOUBLE.layout
+    mixed = Datatype.Create_struct([1, 1], [0, 8], [mpi.DOUBLE, mpi.INT])
+    assert mixed.layout.element_layout() is None
+    assert mpi.INT.Create_contiguous(0).layout.element_layout() is None
+    assert mpi.INT.layout.element_layout() is mpi.INT.layout
+    assert Datatype.Create_f90_real(6, 30).layout.element_layout() is mpi.REAL4.layout
+    pair = Datatype.Get_value_index(mpi.FLOAT, mpi.SHORT)
+    assert pair.Create_contiguous(2).layout.element_layout() is pair.layout
+
+
+@st.composite
+def subarrays(draw):
+    ndims = draw(st.integers(1, 3))
+    sizes = draw(st.lists(st.integers(1, 5), min_size=ndims, max_size=ndims))
+    subsizes = [draw(st.integers(0, size)) for size in sizes]
+    starts = [draw(st.integers(0, size - sub)) for size, sub in zip(sizes, subsizes, strict=True)]
+    return sizes, subsizes, starts, draw(st.sampled_from([MPI.ORDER_C, MPI.ORDER_FORTRAN]))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(subarrays())
+def test_random_subarrays_pack_what_numpy_slicing_selects(comm, args):
+    sizes, subsizes, starts, order = args
+    test_subarray_packs_what_numpy_slicing_selects(comm, sizes, subsizes, starts, order)
+
+
+@st.composite
+def darrays(draw):
+    ndims = draw(st.integers(1, 3))
+    gsizes, distribs, dargs, psizes = [], [], [], []
+    for _ in range(ndims):
+        gsize = draw(st.integers(1, 7))
+        distrib = draw(
+            st.sampled_from([MPI.DISTRIBUTE_BLOCK, MPI.DISTRIBUTE_CYCLIC, MPI.DISTRIBUTE_NONE])
+        )
+        psize = 1 if distrib == MPI.DISTRIBUTE_NONE else draw(st.integers(1, 3))
+        if distrib == MPI.DISTRIBUTE_BLOCK:
+            darg = draw(
+                st.sampled_from(
+                    [MPI.DISTRIBUTE_DFLT_DARG, -(-gsize // psize) + draw(st.integers(0, 2))]
+                )
+            )
+        elif distrib == MPI.DISTRIBUTE_CYCLIC:
+            darg = draw(st.sampled_from([MPI.DISTRIBUTE_DFLT_DARG, draw(st.integers(1, 3))]))
+        else:
+            darg = MPI.DISTRIBUTE_DFLT_DARG
+        gsizes.append(gsize)
+        distribs.append(distrib)
+        dargs.append(darg)
+        psizes.append(psize)
+    return gsizes, distribs, dargs, psizes, draw(st.sampled_from([MPI.ORDER_C, MPI.ORDER_FORTRAN]))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(darrays())
+def test_random_darrays_share_the_array_as_mpi_defines(comm, args):
+    test_darray_packs_each_process_share_as_mpi_defines_it(comm, *args)

@@ -242,6 +242,18 @@ def test_decode_and_pickle_make_the_same_datatype_again(comm, pair, seed):
 
 
 @SETTINGS
+@given(derived(), st.integers(0, 4))
+def test_the_overlap_check_agrees_with_the_model(pair, count):
+    datatype, model = pair
+    covered = {}
+    for i in range(count):
+        for d, n in model.entries:
+            for byte in range(i * model.extent + d, i * model.extent + d + n):
+                covered[byte] = covered.get(byte, 0) + 1
+    assert datatype.layout.overlaps(count) is any(times > 1 for times in covered.values())
+
+
+@SETTINGS
 @given(derived(), st.integers(1, 3), st.data())
 def test_get_elements_counts_whole_basic_elements(pair, count, data):
     datatype, model = pair

@@ -65,7 +65,8 @@ class Constructors:
         def _of(cls, layout: Layout) -> Self: ...
 
     def _derive(self, description: Description, envelope: Envelope) -> Self:
-        return type(self)._of(derived_layout(description, envelope))
+        element = self.layout.element_layout() if description.size else None
+        return type(self)._of(derived_layout(description, envelope, element))
 
     def _kept(self) -> Datatype:
         """A handle of this datatype's own for an envelope (the caller's may be freed)."""
@@ -184,7 +185,13 @@ class Constructors:
             counts=_counts(len(lengths), lengths, displs),
             datatypes=tuple(Datatype._of(layout) for layout in layouts),
         )
-        return cls._of(derived_layout(description, envelope))
+        parts = [
+            layout.element_layout()
+            for layout, n in zip(layouts, lengths.tolist(), strict=True)
+            if n and layout.size  # blocks without data say nothing of the elements
+        ]
+        element = parts[0] if parts and all(part is parts[0] for part in parts) else None
+        return cls._of(derived_layout(description, envelope, element))
 
     def Create_subarray(
         self,
@@ -278,7 +285,9 @@ class Constructors:
 # -- the new layout -----------------------------------------------------------------------------
 
 
-def derived_layout(description: Description, envelope: Envelope) -> Layout:
+def derived_layout(
+    description: Description, envelope: Envelope, element: Layout | None = None
+) -> Layout:
     """The layout of a new derived datatype: unnamed, uncommitted, viewed as its one basic
     kind when it has one (reductions use it) and as raw bytes otherwise."""
     basic = description.single_basic
@@ -287,7 +296,7 @@ def derived_layout(description: Description, envelope: Envelope) -> Layout:
     else:
         extent = int(description.ub) - int(description.lb)
         dtype = np.dtype(f"V{max(extent, 0)}")
-    return Layout(name="", description=description, envelope=envelope, dtype=dtype)
+    return Layout(name="", description=description, envelope=envelope, dtype=dtype, element=element)
 
 
 def usable(datatype: Any, call: str, what: str = "the datatype") -> Layout:

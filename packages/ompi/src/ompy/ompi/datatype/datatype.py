@@ -292,6 +292,7 @@ class Datatype(Constructors, Matching, Packing, CachesAttributes, Handle, refere
             key="",
             refs=1,
             attributes=AttributeSet(),
+            element=layout.element_layout(),
         )
         if layout.attributes:
             table = process_keyvals()

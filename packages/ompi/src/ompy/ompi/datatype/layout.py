@@ -26,7 +26,7 @@ from ompy.opal.datatype.description import Description
 from ..attributes import AttributeSet
 from ..errors import ERR_TYPE
 from ..errors import Exception as MPIException
-from .envelope import COMBINER_NAMED, PREDEFINED_COMBINERS, Envelope
+from .envelope import COMBINER_NAMED, COMBINER_VALUE_INDEX, PREDEFINED_COMBINERS, Envelope
 
 #: Longest name a datatype keeps, terminator included (``MPI_MAX_OBJECT_NAME``).
 MAX_NAME: Final = 64
@@ -59,10 +59,15 @@ class Layout:
     refs: int = 1
     #: The attributes cached on the datatype (``Datatype.Set_attr``).
     attributes: AttributeSet = attrs.field(factory=AttributeSet, repr=False)
+    #: For a derived datatype, the predefined one all of it is made of (a vector of
+    #: ``DOUBLE_INT`` pairs: ``DOUBLE_INT``), if there is one; see :meth:`element_layout`.
+    element: Layout | None = attrs.field(default=None, repr=False)
     # Read from the description once (the message path asks for them on every call).
     size: int = attrs.field(init=False)
     extent: int = attrs.field(init=False)
     lb: int = attrs.field(init=False)
+    #: Whether one element covers some byte twice (computed on first use).
+    _self_overlap: bool | None = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
         description = self.description
@@ -107,6 +112,28 @@ class Layout:
     def is_predefined(self) -> bool:
         """mpi4py's ``is_predefined``: named, or a parametrized Fortran or value/index type."""
         return self.envelope.combiner in PREDEFINED_COMBINERS
+
+    def overlaps(self, count: int) -> bool:
+        """Whether ``count`` elements cover some byte twice (data cannot be received or
+        unpacked into such a layout).  One element's answer is kept; more elements only need
+        the full check when consecutive elements come closer than their data's span."""
+        if count <= 0:
+            return False
+        if self._self_overlap is None:
+            self._self_overlap = bool(self.description.overlaps(1))
+        if self._self_overlap:
+            return True
+        if count <= 1 or abs(self.extent) >= self.true_extent:
+            return False
+        return bool(self.description.overlaps(count))
+
+    def element_layout(self) -> Layout | None:
+        """The predefined datatype every element of this one is made of, or None (mixed, or
+        no data): itself for a predefined one.  A reduction with a predefined operation
+        applies that operation to these elements, so this is what it checks and computes on."""
+        if self.envelope.combiner in (COMBINER_NAMED, COMBINER_VALUE_INDEX):
+            return self
+        return self.element
 
     @property
     def freed(self) -> bool:

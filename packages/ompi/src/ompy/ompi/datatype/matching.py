@@ -181,6 +181,7 @@ def _f90(key: str, combiner: int, integers: tuple[int, ...]) -> Layout:
     return attrs.evolve(
         sized,
         envelope=Envelope(combiner, integers=integers),
+        element=sized,
         refs=1,
         attributes=type(sized.attributes)(),
     )

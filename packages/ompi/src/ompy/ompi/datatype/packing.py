@@ -219,7 +219,7 @@ def _room(need: int, have: int, call: str, what: str, verb: str) -> None:
 
 
 def _no_overlap(layout: Layout, count: int, call: str) -> None:
-    if not layout.predefined and layout.description.overlaps(count):
+    if not layout.predefined and layout.overlaps(count):
         raise MPIException(
             ERR_TYPE,
             f"{call}: the datatype {layout.name or '(derived)'} covers some bytes twice, so data "
