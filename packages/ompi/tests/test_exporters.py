@@ -133,13 +133,18 @@ def test_dlpack_read_only_flag_allows_sends_and_refuses_receives():
         parse_buffer(DLPackExporter(data), readonly=False)
 
 
-def test_legacy_dlpack_exporters_can_be_sent_but_not_received_into():
+def test_legacy_dlpack_exporters_are_writable_as_in_mpi4py():
     data = np.arange(4.0)
     exporter = LegacyDLPackExporter(data)
     spec = parse_buffer(exporter)
+    assert exporter.calls[-1] == {"stream": None}  # asked the pre-1.0 way
     assert spec.datatype is mpi.DOUBLE and bytes(spec.view) == data.tobytes()
-    with pytest.raises(ReadOnlyBufferError, match=r"pre-1\.0 DLPack"):
-        parse_buffer(LegacyDLPackExporter(data), readonly=False)
+    spec = parse_buffer(LegacyDLPackExporter(data), readonly=False)
+    spec.view[8:16] = np.float64(-1.0).tobytes()
+    assert data[1] == -1.0
+    memory = weakref.ref(data)
+    del data, exporter, spec
+    assert memory() is None  # the writable array let go of the capsule (and the memory)
 
 
 @pytest.mark.parametrize(
@@ -291,10 +296,12 @@ def exporters_of(kind: str, array: np.ndarray):
         return array, array
     if kind == "dlpack":
         return DLPackExporter(array), array
+    if kind == "legacy-dlpack":
+        return LegacyDLPackExporter(array), array
     return CAIExporter(array), array
 
 
-KINDS = ["buffer", "dlpack", "cai"]
+KINDS = ["buffer", "dlpack", "legacy-dlpack", "cai"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -28,11 +28,11 @@ Where ompy differs from mpi4py 4.1, and why:
   and a stale cache could let a pointer into memory since unmapped crash the process.
   ``stream`` is ignored (no device work to order against host copies).  A malformed interface
   raises what mpi4py raises (``KeyError``, ``TypeError``, ``ValueError``, ``BufferError``).
-- **Legacy DLPack is read-only.**  An exporter without DLPack 1.0's ``max_version`` keyword
-  cannot say whether its memory may be written; mpi4py assumes it may, ompy does as numpy does
-  (``numpy.from_dlpack`` makes such arrays read-only): such buffers can be sent, not received
-  into.  A DLPack 1.0 exporter is asked for its memory with ``copy=False`` and its read-only
-  flag is honoured.
+- **DLPack versions.**  A DLPack 1.0 exporter is asked for its memory with ``copy=False`` (a
+  receive must land in it) and its read-only flag is honoured, as in mpi4py.  An exporter older
+  than 1.0 cannot say whether its memory may be written: numpy's ``from_dlpack`` then makes a
+  read-only array, but mpi4py lets such buffers be received into, and ompy follows mpi4py (an
+  mpi4py program receiving into, say, a CPU tensor of an older library must keep working).
 """
 
 from __future__ import annotations
@@ -135,11 +135,18 @@ def _from_dlpack(obj: Any) -> tuple[np.ndarray, str]:
         raise BufferError(
             f"message: the {name} object's DLPack export is unusable: {error}"
         ) from None
-    return _readonly_note(
-        array,
-        "it speaks the pre-1.0 DLPack protocol, which cannot say whether its memory may be "
-        "written (ompy, like numpy, treats it as read-only)",
-    )
+    return _writable(array), ""
+
+
+def _writable(array: np.ndarray) -> np.ndarray:
+    """A writable array over the memory of ``array`` (which it keeps alive, and with it the
+    DLPack capsule and its deleter): for a pre-1.0 export, numpy's array is read-only only
+    because the protocol cannot say otherwise."""
+    if array.flags.writeable:
+        return array
+    interface = dict(array.__array_interface__)
+    interface["data"] = (interface["data"][0], False)
+    return np.asarray(_HostView(array, interface))
 
 
 def _readonly_note(array: np.ndarray, why: str) -> tuple[np.ndarray, str]:
