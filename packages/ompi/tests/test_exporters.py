@@ -158,6 +158,40 @@ def test_dlpack_device_memory_is_refused_naming_the_device(device, name):
     assert exporter.calls == []  # refused before the memory is asked for
 
 
+@pytest.mark.parametrize(
+    ("device", "error"), [(None, TypeError), ((1, None), TypeError), ((1,), ValueError)]
+)
+def test_dlpack_device_answers_that_are_not_a_pair_of_ints_are_refused(device, error):
+    exporter = DLPackExporter(np.zeros(2))
+    exporter.device = device
+    with pytest.raises(error):
+        parse_buffer(exporter)
+
+
+def test_dlpack_tensors_numpy_cannot_read_raise_buffer_error():
+    class Consumed(DLPackExporter):
+        def __dlpack__(self, **kwargs):
+            capsule = self.array.__dlpack__(**kwargs)
+            np.from_dlpack(_Capsule(capsule, self.device))  # now "used_dltensor_versioned"
+            return capsule
+
+    with pytest.raises(BufferError, match="DLPack export is unusable"):
+        parse_buffer(Consumed(np.zeros(2)))
+
+
+class _Capsule:
+    """Hands out one capsule already made."""
+
+    def __init__(self, capsule, device):
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
 def test_dlpack_without_a_device_query_is_refused():
     class NoDevice:
         def __dlpack__(self, **kwargs):
