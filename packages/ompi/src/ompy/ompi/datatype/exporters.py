@@ -174,7 +174,8 @@ def _readonly_note(array: np.ndarray, why: str) -> tuple[np.ndarray, str]:
 
 
 class _HostView:
-    """``__array_interface__`` over a CAI exporter's host memory; keeps the exporter alive.
+    """``__array_interface__`` over memory that ``exporter`` owns (a CAI exporter, or the
+    read-only array numpy made of a pre-1.0 DLPack capsule), which it keeps alive.
 
     numpy makes this object the array's ``base``, so the exporter lives exactly as long as the
     array (and every view of it) does.
