@@ -271,6 +271,45 @@ best = np.zeros_like(pairs)
 comm.Allreduce([pairs, MPI.DOUBLE_INT], [best, MPI.DOUBLE_INT], MPI.MAXLOC)
 check("maxloc", best["v"].tolist() == [size - 1, 0] and best["i"].tolist() == [size - 1, 0])
 
+# In place, vector forms and nonblocking ones.
+inplace = np.arange(4.0) * (rank + 1)
+comm.Allreduce(MPI.IN_PLACE, inplace, MPI.SUM)
+check("allreduce in place", np.array_equal(inplace, np.arange(4.0) * size * (size + 1) / 2))
+spread = np.arange(2.0 * size) * (rank + 1)
+comm.Reduce_scatter_block(MPI.IN_PLACE, spread, MPI.SUM)
+check(
+    "reduce_scatter_block in place",
+    np.array_equal(
+        spread[:2], np.arange(2.0 * size)[2 * rank : 2 * rank + 2] * size * (size + 1) / 2
+    ),
+)
+counts, displs = list(range(1, size + 1)), [sum(range(1, r + 1)) for r in range(size)]
+gathered = np.zeros(sum(counts), "i8")
+comm.Gatherv(
+    np.full(counts[rank], rank + 100, "i8"),
+    [gathered, (counts, displs), MPI.INT64_T] if rank == BIG else None,
+    root=BIG,
+)
+if rank == BIG:
+    check("gatherv", gathered.tolist() == [r + 100 for r in range(size) for _ in range(r + 1)])
+piece = np.zeros(counts[rank], "f")
+whole = np.arange(sum(counts), dtype="f")
+comm.Scatterv([whole, (counts, displs), MPI.FLOAT] if rank == BIG else None, piece, root=BIG)
+check("scatterv", piece.tolist() == whole[displs[rank] : displs[rank] + counts[rank]].tolist())
+inbox = np.zeros(size, "d")
+comm.Alltoallv(
+    [np.arange(size, dtype="d") + 10 * rank, ([1] * size, list(range(size))), MPI.DOUBLE],
+    [inbox, ([1] * size, list(range(size))), MPI.DOUBLE],
+)
+check("alltoallv", inbox.tolist() == [rank + 10 * r for r in range(size)])
+table = np.zeros(size, "i2")
+table[rank] = rank + 7
+comm.Allgather(MPI.IN_PLACE, table)
+check("allgather in place", table.tolist() == [r + 7 for r in range(size)])
+broadcast = np.arange(5, dtype="u4") if rank == 2 % size else np.zeros(5, "u4")
+comm.Ibcast(broadcast, root=2 % size).Wait()
+check("ibcast", broadcast.tolist() == list(range(5)))
+
 comm.Barrier()
 print(json.dumps({"rank": rank, "passed": passed}), flush=True)
 sys.exit(0)

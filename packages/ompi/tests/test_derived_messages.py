@@ -340,8 +340,13 @@ def test_absolute_addresses_with_bottom(pair):
     from ompy.ompi.constants import BOTTOM
 
     def body(comm):
-        values = np.arange(4.0) + comm.rank
-        flags = np.arange(3, dtype="i") + 10 * comm.rank
+        # Two arrays in one allocation, so that their addresses are close together (see the
+        # report: a struct of far-apart addresses has an extent numpy's void dtype refuses).
+        memory = np.zeros(64, np.uint8)
+        values = memory[:32].view("d")
+        flags = memory[40:52].view("i")
+        values[:] = np.arange(4.0) + comm.rank
+        flags[:] = np.arange(3, dtype="i") + 10 * comm.rank
         where = [Get_address(values), Get_address(flags)]
         both = type(DOUBLE).Create_struct([4, 3], where, [DOUBLE, INT]).Commit()
         if comm.rank == 0:

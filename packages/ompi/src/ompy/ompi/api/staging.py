@@ -60,7 +60,9 @@ def plain(datatype: Datatype) -> bool:
     """Whether ``count`` elements of ``datatype`` are exactly ``count * extent`` bytes of data
     from the element's start (then a block of a vector message is its own bytes)."""
     layout = datatype.layout
-    return bool(layout.contiguous) and layout.lb == 0 and layout.extent == layout.size
+    if layout.extent != layout.size or layout.lb != 0:
+        return False
+    return layout.predefined or bool(layout.contiguous)  # a predefined one: no need to ask
 
 
 @functools.cache
@@ -163,6 +165,12 @@ class Staging:
         self, spec: BufferSpec, *, load: bool, output: bool, reduce: bool, origin: int | None
     ) -> BufferSpec:
         if spec.in_place:
+            return spec
+        if (  # the common case, kept short: a view of a predefined datatype
+            spec.convertor is None
+            and not self.hetero
+            and (not reduce or spec.datatype.layout.predefined)
+        ):
             return spec
         datatype, per = reduction_type(spec.datatype, self.call) if reduce else (spec.datatype, 1)
         if self.hetero:
@@ -372,6 +380,8 @@ class Staging:
 
     def finish(self) -> None:
         """Unpack every result into the program's buffers (the operation completed)."""
+        if not self._after:
+            return
         after, self._after = self._after, []
         for unpack in after:
             unpack()

@@ -32,6 +32,7 @@ strides (:func:`strided_spec`), so no copy is made by the program.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 import sys
@@ -314,10 +315,7 @@ def strided_spec(
     if array.size == 0:
         return BufferSpec(_EMPTY, 0, element, _EMPTY)
     region, origin = _strided_region(array)
-    description = element.layout.description
-    for extent, stride in zip(reversed(array.shape), reversed(array.strides), strict=True):
-        if extent > 1:
-            description = description.hvector(extent, 1, stride)
+    description = _strided_description(array.dtype, array.shape, array.strides)
     if not readonly and description.overlaps():
         raise MPIException(
             ERR_TYPE,
@@ -330,6 +328,21 @@ def strided_spec(
     if view is not None:
         return BufferSpec(view, array.size, element, region, origin)
     return BufferSpec(_EMPTY, array.size, element, region, origin, convertor=convertor)
+
+
+@functools.lru_cache(maxsize=64)
+def _strided_description(dtype: np.dtype, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+    """The layout of an array of ``shape`` and ``strides`` (C order), as an opal Description.
+
+    Memoized: a program sends arrays of the same shape again and again, and building the
+    description and its convertor plan costs about as much as packing a large one (a vector of
+    a million elements is a million runs to compile); descriptions are immutable.
+    """
+    description = datatype_of_dtype(dtype).layout.description
+    for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if extent > 1:
+            description = description.hvector(extent, 1, stride)
+    return description
 
 
 def _as_array(obj: Any) -> np.ndarray:

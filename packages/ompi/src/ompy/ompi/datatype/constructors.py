@@ -111,12 +111,13 @@ class Constructors:
         """Create an indexed datatype."""
         call = "Create_indexed"
         lengths = _lengths(blocklengths, "blocklengths", call)
-        displs = _ints(displacements, "displacements", call, len(lengths))
+        displs = _array(displacements, "displacements", call, len(lengths))
         layout = self.layout
-        extent = layout.extent
-        description = layout.description.hindexed(lengths, [d * extent for d in displs])
+        description = layout.description.hindexed(lengths, displs * layout.extent)
         envelope = Envelope(
-            COMBINER_INDEXED, counts=(len(lengths), *lengths, *displs), datatypes=(self._kept(),)
+            COMBINER_INDEXED,
+            counts=_counts(len(lengths), lengths, displs),
+            datatypes=(self._kept(),),
         )
         return self._derive(description, envelope)
 
@@ -124,10 +125,12 @@ class Constructors:
         """Create an indexed datatype (displacements in bytes)."""
         call = "Create_hindexed"
         lengths = _lengths(blocklengths, "blocklengths", call)
-        displs = _ints(displacements, "displacements", call, len(lengths))
+        displs = _array(displacements, "displacements", call, len(lengths))
         description = self.layout.description.hindexed(lengths, displs)
         envelope = Envelope(
-            COMBINER_HINDEXED, counts=(len(lengths), *lengths, *displs), datatypes=(self._kept(),)
+            COMBINER_HINDEXED,
+            counts=_counts(len(lengths), lengths, displs),
+            datatypes=(self._kept(),),
         )
         return self._derive(description, envelope)
 
@@ -135,13 +138,12 @@ class Constructors:
         """Create an indexed datatype with constant-sized blocks."""
         call = "Create_indexed_block"
         blocklength = _length(blocklength, "blocklength", call)
-        displs = _ints(displacements, "displacements", call)
+        displs = _array(displacements, "displacements", call)
         layout = self.layout
-        extent = layout.extent
-        description = layout.description.hindexed_block(blocklength, [d * extent for d in displs])
+        description = layout.description.hindexed_block(blocklength, displs * layout.extent)
         envelope = Envelope(
             COMBINER_INDEXED_BLOCK,
-            counts=(len(displs), blocklength, *displs),
+            counts=_counts(len(displs), [blocklength], displs),
             datatypes=(self._kept(),),
         )
         return self._derive(description, envelope)
@@ -150,11 +152,11 @@ class Constructors:
         """Create an indexed datatype with constant-sized blocks (displacements in bytes)."""
         call = "Create_hindexed_block"
         blocklength = _length(blocklength, "blocklength", call)
-        displs = _ints(displacements, "displacements", call)
+        displs = _array(displacements, "displacements", call)
         description = self.layout.description.hindexed_block(blocklength, displs)
         envelope = Envelope(
             COMBINER_HINDEXED_BLOCK,
-            counts=(len(displs), blocklength, *displs),
+            counts=_counts(len(displs), [blocklength], displs),
             datatypes=(self._kept(),),
         )
         return self._derive(description, envelope)
@@ -169,7 +171,7 @@ class Constructors:
         """Create a general composite (struct) datatype (displacements in bytes)."""
         call = "Create_struct"
         lengths = _lengths(blocklengths, "blocklengths", call)
-        displs = _ints(displacements, "displacements", call, len(lengths))
+        displs = _array(displacements, "displacements", call, len(lengths))
         types = _datatypes(datatypes, call, len(lengths))
         layouts = [usable(datatype, call, f"datatypes[{i}]") for i, datatype in enumerate(types)]
         description = Description.struct(
@@ -179,7 +181,7 @@ class Constructors:
 
         envelope = Envelope(
             COMBINER_STRUCT,
-            counts=(len(lengths), *lengths, *displs),
+            counts=_counts(len(lengths), lengths, displs),
             datatypes=tuple(Datatype._of(layout) for layout in layouts),
         )
         return cls._of(derived_layout(description, envelope))
@@ -415,12 +417,40 @@ def _ints(values: Any, what: str, call: str, length: int | None = None) -> list[
     return numbers
 
 
-def _lengths(values: Any, what: str, call: str) -> list[int]:
-    lengths = _ints(values, what, call)
-    for i, length in enumerate(lengths):
-        if length < 0:
-            _arg_error(call, f"{what}[{i}] must not be negative, got {length}")
+def _array(values: Any, what: str, call: str, length: int | None = None) -> np.ndarray:
+    """A sequence of ints as an int64 array (block lists may hold millions: no Python loop)."""
+    if isinstance(values, int | np.integer):
+        raise TypeError(f"{call}: {what} must be a sequence of ints, not a single int")
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError):
+        array = np.asarray(_ints(values, what, call))
+    if array.dtype == object:  # Python ints beyond int64, or objects with __index__
+        array = np.asarray(_ints(values, what, call), dtype=np.int64)
+    if array.ndim != 1 and not (array.ndim == 0 and array.size == 0):
+        raise TypeError(f"{call}: {what} must be a flat sequence of ints, got shape {array.shape}")
+    if array.size and array.dtype.kind not in "iub":
+        raise TypeError(f"{call}: {what} must be ints, not {array.dtype} values")
+    array = array.astype(np.int64, copy=False).reshape(-1)
+    if length is not None and len(array) != length:
+        raise ValueError(
+            f"{call}: incompatible array of length {len(array)} for {what}, expecting {length}"
+        )
+    return array
+
+
+def _lengths(values: Any, what: str, call: str) -> np.ndarray:
+    lengths = _array(values, what, call)
+    negative = np.flatnonzero(lengths < 0)
+    if len(negative):
+        i = int(negative[0])
+        _arg_error(call, f"{what}[{i}] must not be negative, got {int(lengths[i])}")
     return lengths
+
+
+def _counts(count: int, *arrays: Any) -> np.ndarray:
+    """The large-count list of an envelope: ``count`` then the arrays' values (one array)."""
+    return np.concatenate([[count], *arrays]).astype(np.int64)
 
 
 def _datatypes(values: Any, call: str, length: int) -> list[Datatype]:

@@ -162,7 +162,7 @@ class Datatype(Constructors, Matching, Packing, CachesAttributes, Handle, refere
         return (
             list(envelope.integers),
             list(envelope.addresses),
-            list(envelope.counts),
+            envelope.count_list(),
             [_reference(datatype) for datatype in envelope.datatypes],
         )
 

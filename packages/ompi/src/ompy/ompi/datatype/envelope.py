@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+import numpy as np
 
 if TYPE_CHECKING:
     from .datatype import Datatype
@@ -73,15 +74,24 @@ PREDEFINED_COMBINERS: Final = frozenset(
 )
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class Envelope:
-    """The constructor that made a datatype and its arguments, in MPI's four lists."""
+    """The constructor that made a datatype and its arguments, in MPI's four lists.
+
+    ``counts`` may be an int64 array: an indexed type of a million blocks keeps its block
+    list as one array, made into Python ints only when a program asks (``Get_contents``).
+    """
 
     combiner: int
     integers: tuple[int, ...] = ()
     addresses: tuple[int, ...] = ()
-    counts: tuple[int, ...] = ()
+    counts: tuple[int, ...] | np.ndarray = ()
     datatypes: tuple[Datatype, ...] = ()
+
+    def count_list(self) -> list[int]:
+        """The large counts as a list of Python ints."""
+        counts = self.counts
+        return counts.tolist() if isinstance(counts, np.ndarray) else list(counts)
 
     def sizes(self) -> tuple[int, int, int, int, int]:
         """``(ni, na, nc, nd, combiner)``: what ``Get_envelope`` returns."""
@@ -100,7 +110,7 @@ NAMED: Final = Envelope(COMBINER_NAMED)
 def decode_params(envelope: Envelope) -> dict[str, Any]:
     """The keyword arguments of the ``Create_*`` call that ``envelope`` records."""
     combiner = envelope.combiner
-    i, c = envelope.integers, envelope.counts
+    i, c = envelope.integers, envelope.count_list()
     if combiner in (COMBINER_NAMED, COMBINER_DUP):
         return {}
     if combiner == COMBINER_CONTIGUOUS:

@@ -5,7 +5,8 @@ handler directly.  MATCH, RNDV and RGET become a :class:`~ompy.mca.pml.ob1.reque
 and go through the communicator's matching; a match lands in :meth:`RecvSide._matched`, which
 copies eager data straight from the fragment into the receive buffer, answers a RNDV with ACK,
 or pulls an RGET's data with ``get``.  FRAG fragments carry their offset and land directly in
-the buffer of the receive they belong to.
+the buffer of the receive they belong to.  A receive into a non-contiguous layout has a
+:class:`~.packing.PackedTarget` as its view: each copy into it unpacks at its stream position.
 
 Two situations keep an arriving header for later (with a copy, since the fragment's memory is
 valid only during the callback): a context id no communicator has yet (the sender's

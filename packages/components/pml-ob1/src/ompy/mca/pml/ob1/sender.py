@@ -16,6 +16,10 @@
 Synchronous sends always take the rendezvous path, so they complete only after the ACK (or FIN),
 that is after the receiver matched.  When a pool has no descriptor the work is queued and
 retried by :meth:`progress`.
+
+A request's ``data`` is a flat byte view, or the ``Convertor`` of a non-contiguous layout: then
+each fragment is packed into its descriptor at its stream position (:mod:`.packing`) and RGET
+is not offered.
 """
 
 from __future__ import annotations
