@@ -133,13 +133,18 @@ def test_dlpack_read_only_flag_allows_sends_and_refuses_receives():
         parse_buffer(DLPackExporter(data), readonly=False)
 
 
-def test_legacy_dlpack_exporters_can_be_sent_but_not_received_into():
+def test_legacy_dlpack_exporters_are_writable_as_in_mpi4py():
     data = np.arange(4.0)
     exporter = LegacyDLPackExporter(data)
     spec = parse_buffer(exporter)
+    assert exporter.calls[-1] == {"stream": None}  # asked the pre-1.0 way
     assert spec.datatype is mpi.DOUBLE and bytes(spec.view) == data.tobytes()
-    with pytest.raises(ReadOnlyBufferError, match=r"pre-1\.0 DLPack"):
-        parse_buffer(LegacyDLPackExporter(data), readonly=False)
+    spec = parse_buffer(LegacyDLPackExporter(data), readonly=False)
+    spec.view[8:16] = np.float64(-1.0).tobytes()
+    assert data[1] == -1.0
+    memory = weakref.ref(data)
+    del data, exporter, spec
+    assert memory() is None  # the writable array let go of the capsule (and the memory)
 
 
 @pytest.mark.parametrize(
@@ -151,6 +156,40 @@ def test_dlpack_device_memory_is_refused_naming_the_device(device, name):
         parse_buffer(exporter)
     assert isinstance(info.value, BufferError) and isinstance(info.value, TypeError)
     assert exporter.calls == []  # refused before the memory is asked for
+
+
+@pytest.mark.parametrize(
+    ("device", "error"), [(None, TypeError), ((1, None), TypeError), ((1,), ValueError)]
+)
+def test_dlpack_device_answers_that_are_not_a_pair_of_ints_are_refused(device, error):
+    exporter = DLPackExporter(np.zeros(2))
+    exporter.device = device
+    with pytest.raises(error):
+        parse_buffer(exporter)
+
+
+def test_dlpack_tensors_numpy_cannot_read_raise_buffer_error():
+    class Consumed(DLPackExporter):
+        def __dlpack__(self, **kwargs):
+            capsule = self.array.__dlpack__(**kwargs)
+            np.from_dlpack(_Capsule(capsule, self.device))  # now "used_dltensor_versioned"
+            return capsule
+
+    with pytest.raises(BufferError, match="DLPack export is unusable"):
+        parse_buffer(Consumed(np.zeros(2)))
+
+
+class _Capsule:
+    """Hands out one capsule already made."""
+
+    def __init__(self, capsule, device):
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
 
 
 def test_dlpack_without_a_device_query_is_refused():
@@ -291,10 +330,12 @@ def exporters_of(kind: str, array: np.ndarray):
         return array, array
     if kind == "dlpack":
         return DLPackExporter(array), array
+    if kind == "legacy-dlpack":
+        return LegacyDLPackExporter(array), array
     return CAIExporter(array), array
 
 
-KINDS = ["buffer", "dlpack", "cai"]
+KINDS = ["buffer", "dlpack", "legacy-dlpack", "cai"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

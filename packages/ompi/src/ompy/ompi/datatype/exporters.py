@@ -28,11 +28,18 @@ Where ompy differs from mpi4py 4.1, and why:
   and a stale cache could let a pointer into memory since unmapped crash the process.
   ``stream`` is ignored (no device work to order against host copies).  A malformed interface
   raises what mpi4py raises (``KeyError``, ``TypeError``, ``ValueError``, ``BufferError``).
-- **Legacy DLPack is read-only.**  An exporter without DLPack 1.0's ``max_version`` keyword
-  cannot say whether its memory may be written; mpi4py assumes it may, ompy does as numpy does
-  (``numpy.from_dlpack`` makes such arrays read-only): such buffers can be sent, not received
-  into.  A DLPack 1.0 exporter is asked for its memory with ``copy=False`` and its read-only
-  flag is honoured.
+- **DLPack versions.**  A DLPack 1.0 exporter is asked for its memory with ``copy=False`` (a
+  receive must land in it) and its read-only flag is honoured, as in mpi4py.  An exporter older
+  than 1.0 cannot say whether its memory may be written: numpy's ``from_dlpack`` then makes a
+  read-only array, but mpi4py lets such buffers be received into, and ompy follows mpi4py (an
+  mpi4py program receiving into, say, a CPU tensor of an older library must keep working).
+- **DLPack capsules are consumed.**  mpi4py reads the tensor out of the capsule and keeps the
+  capsule, unconsumed, until the buffer is released.  ompy hands the exporter to
+  ``numpy.from_dlpack``, which consumes the capsule as the DLPack specification says (renames it
+  and calls the producer's deleter when the array dies): one implementation of the protocol,
+  numpy's, rather than a second one in ctypes.  So an element type numpy has no dtype for
+  (``bfloat16``, vector lanes) is refused with a ``BufferError`` where mpi4py would send its
+  bytes, and an exporter must hand out a fresh capsule per call (as real producers do).
 """
 
 from __future__ import annotations
@@ -107,7 +114,12 @@ def _from_dlpack(obj: Any) -> tuple[np.ndarray, str]:
             f"message: the {name} object has __dlpack__ but no __dlpack_device__, so where its "
             "memory lives is unknown (DLPack requires both)"
         )
-    device_type, device_id = obj.__dlpack_device__()
+    device_type, device_id = obj.__dlpack_device__()  # not a pair: TypeError or ValueError
+    if not isinstance(device_type, int) or not isinstance(device_id, int):
+        raise TypeError(
+            f"message: the {name} object's __dlpack_device__() gave "
+            f"({device_type!r}, {device_id!r}), not (device type, device id) as ints"
+        )
     if device_type not in HOST_ACCESSIBLE:
         known = DLPACK_DEVICES.get(device_type)
         device = (
@@ -125,21 +137,33 @@ def _from_dlpack(obj: Any) -> tuple[np.ndarray, str]:
         return _readonly_note(np.from_dlpack(obj, copy=False), "its DLPack export is read-only")
     except TypeError:
         pass  # an exporter older than DLPack 1.0: no max_version, copy or dl_device keywords
-    except BufferError as error:
-        raise BufferError(
-            f"message: the {name} object's DLPack export is unusable: {error}"
-        ) from None
+    except _UNUSABLE as error:
+        raise _unusable(name, error) from None
     try:
         array = np.from_dlpack(obj)
-    except (BufferError, TypeError) as error:
-        raise BufferError(
-            f"message: the {name} object's DLPack export is unusable: {error}"
-        ) from None
-    return _readonly_note(
-        array,
-        "it speaks the pre-1.0 DLPack protocol, which cannot say whether its memory may be "
-        "written (ompy, like numpy, treats it as read-only)",
-    )
+    except (TypeError, *_UNUSABLE) as error:
+        raise _unusable(name, error) from None
+    return _writable(array), ""
+
+
+#: What numpy raises for a DLPack tensor it cannot read (a bad shape or dtype, a capsule already
+#: consumed); mpi4py raises ``BufferError`` for these, and so does ompy.
+_UNUSABLE = (BufferError, ValueError, RuntimeError)
+
+
+def _unusable(name: str, error: BaseException) -> BufferError:
+    return BufferError(f"message: the {name} object's DLPack export is unusable: {error}")
+
+
+def _writable(array: np.ndarray) -> np.ndarray:
+    """A writable array over the memory of ``array`` (which it keeps alive, and with it the
+    DLPack capsule and its deleter): for a pre-1.0 export, numpy's array is read-only only
+    because the protocol cannot say otherwise."""
+    if array.flags.writeable:
+        return array
+    interface = dict(array.__array_interface__)
+    interface["data"] = (interface["data"][0], False)
+    return np.asarray(_HostView(array, interface))
 
 
 def _readonly_note(array: np.ndarray, why: str) -> tuple[np.ndarray, str]:
@@ -150,7 +174,8 @@ def _readonly_note(array: np.ndarray, why: str) -> tuple[np.ndarray, str]:
 
 
 class _HostView:
-    """``__array_interface__`` over a CAI exporter's host memory; keeps the exporter alive.
+    """``__array_interface__`` over memory that ``exporter`` owns (a CAI exporter, or the
+    read-only array numpy made of a pre-1.0 DLPack capsule), which it keeps alive.
 
     numpy makes this object the array's ``base``, so the exporter lives exactly as long as the
     array (and every view of it) does.
