@@ -359,3 +359,24 @@ def test_absolute_addresses_with_bottom(pair):
             parse_buffer([BOTTOM, (2, 1), DOUBLE])  # a displacement from address 0: refused
 
     run_ranks(pair, body)
+
+
+def test_reductions_on_derived_types_of_pairs(trio):
+    pairs2 = DOUBLE_INT.Create_contiguous(2).Commit()
+    spaced = DOUBLE_INT.Create_vector(2, 1, 2).Commit()  # every other pair
+
+    def body(comm):
+        rank, size = comm.rank, comm.size
+        mine = np.zeros(4, dtype=DOUBLE_INT.dtype)
+        mine["value"], mine["index"] = [rank, -rank, 2.0, 10 - rank], rank
+        low = np.zeros_like(mine)
+        comm.Allreduce([mine, 2, pairs2], [low, 2, pairs2], MINLOC)
+        assert low["value"].tolist() == [0, -(size - 1), 2.0, 10 - (size - 1)]
+        assert low["index"].tolist() == [0, size - 1, 0, size - 1]
+        every_other = np.zeros(4, dtype=DOUBLE_INT.dtype)
+        every_other["value"] = -7
+        comm.Allreduce([mine, 1, spaced], [every_other, 1, spaced], MINLOC)
+        assert every_other["value"].tolist() == [0, -7, 2.0, -7]
+        assert every_other["index"].tolist() == [0, 0, 0, 0]
+
+    run_ranks(trio, body)

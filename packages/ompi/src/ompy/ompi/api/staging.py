@@ -48,7 +48,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ompy.opal.datatype.arch import Arch
-from ompy.opal.datatype.basic import Basic
 from ompy.opal.datatype.convert import convert, packed_size
 from ompy.opal.datatype.convertor import Convertor
 
@@ -69,37 +68,23 @@ def plain(datatype: Datatype) -> bool:
     return layout.predefined or bool(layout.contiguous)  # a predefined one: no need to ask
 
 
-@functools.cache
-def _predefined_of(basic: Basic) -> Datatype | None:
-    """The named predefined datatype of one ``basic`` element (``MPI.DOUBLE`` for double)."""
-    for datatype in BY_KEY.values():
-        layout = datatype._layout
-        if (
-            layout is not None
-            and layout.predefined
-            and layout.description.single_basic == basic
-            and layout.size == basic.size
-        ):
-            return datatype
-    return None
-
-
 def reduction_type(datatype: Datatype, call: str) -> tuple[Datatype, int]:
     """The predefined datatype a reduction on ``datatype`` runs on, and how many of its
     elements one element of ``datatype`` holds; ``ERR_OP`` when it has no single one."""
     layout = datatype.layout
-    if layout.predefined:
+    element = layout.element_layout()
+    if element is layout:
         return datatype, 1
-    basic = layout.description.single_basic
-    predefined = None if basic is None else _predefined_of(basic)
-    if basic is None or predefined is None:
+    if element is None:
         raise MPIException(
             ERR_OP,
-            f"{call}: a reduction needs a datatype made of one predefined element type (or a "
-            f"predefined value/index pair type); {datatype.Get_name() or 'this derived datatype'}"
-            " mixes several, so no op is defined on it",
+            f"{call}: a reduction needs a datatype made of one predefined element type (or of "
+            f"one value/index pair type); {datatype.Get_name() or 'this derived datatype'} "
+            "mixes several, so no op is defined on it",
         )
-    return predefined, layout.size // basic.size
+    named = BY_KEY.get(element.key) if element.key else None
+    handle = named if named is not None and named._layout is element else Datatype._of(element)
+    return handle, layout.size // element.size
 
 
 class Staging:
@@ -212,6 +197,11 @@ class Staging:
             end = spec.offset + spec.count * datatype.extent
             view = spec.buffer[spec.offset : end]
             return BufferSpec(view, spec.count, datatype, spec.buffer, spec.offset)
+        if reduce and not plain(datatype):  # made of pairs: the kernels read padded pairs
+            image, result = self._image(convertor, datatype, spec.count * per, load=load)
+            if output:
+                self._after.append(functools.partial(_move, result, convertor))
+            return BufferSpec(image, spec.count * per, datatype, image)
         packed = memoryview(bytearray(convertor.packed_size))
         if load:
             convertor.pack(0, packed)
@@ -240,12 +230,32 @@ class Staging:
         if plain(datatype):
             view = buffer[offset : offset + first * datatype.extent]
             return BufferSpec(view, first * per, reduced, buffer, offset)
+        if not plain(reduced):  # made of pairs: padded pairs in an image of the input
+            source = Convertor(description, buffer, offset, count)
+            image, _ = self._image(source, reduced, count * per, load=True)
+            result = Convertor(reduced.layout.description, image, 0, first * per)
+            self._after.append(
+                functools.partial(_move, result, Convertor(description, buffer, offset, first))
+            )
+            return BufferSpec(image[: first * per * reduced.extent], first * per, reduced, image, 0)
         source = Convertor(description, buffer, offset, count)
         packed = memoryview(bytearray(source.packed_size))
         source.pack(0, packed)
         result = Convertor(description, buffer, offset, first)
         self._after.append(functools.partial(result.unpack, 0, packed[: result.packed_size]))
         return BufferSpec(packed[: result.packed_size], first * per, reduced, packed, 0)
+
+    @staticmethod
+    def _image(
+        source: Convertor, reduced: Datatype, count: int, *, load: bool
+    ) -> tuple[memoryview, Convertor]:
+        """``count`` elements of ``reduced`` laid out as its op kernels read them (padding
+        included), filled from ``source``'s packed stream when ``load``; and their convertor."""
+        image = memoryview(bytearray(count * reduced.extent))
+        inner = Convertor(reduced.layout.description, image, 0, count)
+        if load:
+            inner.unpack(0, source.pack_all())
+        return image, inner
 
     @staticmethod
     def _restated(spec: BufferSpec, reduced: Datatype, per: int) -> BufferSpec:
@@ -365,7 +375,7 @@ class Staging:
                     f"{self.call}: block {index} ({count} x {spec.datatype.Get_name()} at "
                     f"displacement {displ}) does not fit in the buffer: {error}"
                 ) from None
-            if output and description.overlaps(count):
+            if output and layout.overlaps(count):
                 raise MPIException(
                     ERR_TYPE,
                     f"{self.call}: the receive datatype {spec.datatype.Get_name() or '(derived)'}"
@@ -446,3 +456,8 @@ class StagedRequest(CoreRequest):
 
     def cancel(self) -> None:
         """Collectives are not cancelled (MPI forbids it); nothing to do."""
+
+
+def _move(source: Convertor, target: Convertor) -> None:
+    """Copy ``source``'s data into ``target``'s layout (the same signature)."""
+    target.unpack(0, source.pack_all())

@@ -240,7 +240,7 @@ def _absolute_spec(count: int, datatype: Datatype, *, readonly: bool) -> BufferS
     """``[MPI.BOTTOM, count, datatype]``: the displacements are addresses (``Get_address``)."""
     layout = usable_layout(datatype)
     memory, origin = absolute_memory(layout, count, "message")
-    if not readonly and layout.description.overlaps(count):
+    if not readonly and layout.overlaps(count):
         raise MPIException(
             ERR_TYPE,
             "message: the receive datatype covers some bytes twice (its typemap overlaps), so a "
@@ -258,7 +258,7 @@ def _derived_spec(
 ) -> BufferSpec:
     """The spec of ``count`` elements of a non-contiguous datatype: a convertor over ``buffer``."""
     description = datatype.layout.description
-    if not readonly and description.overlaps(count):
+    if not readonly and datatype.layout.overlaps(count):
         raise MPIException(
             ERR_TYPE,
             f"message: the receive datatype {datatype.Get_name() or '(derived)'} covers some "
