@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from ob1_harness import pattern
 
+from ompy.ompi.datatype.buffer import parse_buffer
 from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.pml import SendMode
 from ompy.opal.mca.btl import BtlError
@@ -84,7 +85,7 @@ def test_a_probed_message_can_still_be_withdrawn_but_not_once_mprobed(make_world
     world.wait(send)
     assert not send.cancelled
     out = np.zeros(EAGER, np.uint8)
-    world.wait(pml.imrecv(type("Spec", (), {"view": memoryview(out)})(), message))
+    world.wait(pml.imrecv(parse_buffer(out, readonly=False), message))
     assert np.array_equal(out, pattern(EAGER))
 
 

@@ -87,7 +87,10 @@ def start(thread_level: int) -> Instance:
         job_size=identity.size,
     )
     framework = open_framework(pml_framework, registry)
-    context = PmlContext(proc=me, procs=procs, btl_context=btl_context, registry=registry)
+    archs = PeerArchs(modex, rank=identity.rank, published=arch)
+    context = PmlContext(
+        proc=me, procs=procs, btl_context=btl_context, registry=registry, archs=archs
+    )
     _component, offer = framework.select_one(context)
     pml = offer.module
     modex.commit()
@@ -105,7 +108,7 @@ def start(thread_level: int) -> Instance:
         runtime=runtime,
         pml_framework=framework,
         thread_level=thread_level,
-        archs=PeerArchs(modex, rank=identity.rank, published=arch),
+        archs=archs,
     )
 
 

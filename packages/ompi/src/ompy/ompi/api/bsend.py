@@ -115,7 +115,7 @@ class BsendPool:
 
     def copy_in(self, spec: BufferSpec, call: str) -> tuple[BufferSpec, Reservation]:
         """Copy the message into the buffer; returns the copy's spec and its reservation."""
-        nbytes = spec.view.nbytes
+        nbytes = spec.nbytes
         if self._automatic:
             space = bytearray(nbytes)
             view = memoryview(space)
@@ -123,7 +123,10 @@ class BsendPool:
         else:
             reservation = self._reserve(nbytes, call)
             view = reservation.view
-        view[:] = spec.view
+        if spec.convertor is None:
+            view[:] = spec.view
+        else:  # a non-contiguous layout: the copy is its packed stream
+            spec.convertor.pack(0, view)
         self.pending += 1
         self._process.outstanding += 1
         return BufferSpec(view, spec.count, spec.datatype, view), reservation

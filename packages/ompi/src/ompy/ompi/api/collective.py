@@ -5,7 +5,8 @@ Each method checks its arguments the way mpi4py does (same signatures, defaults 
 buffer of ``Scatter`` are ignored), turns the buffers into specs and calls the communicator's
 coll table (``comm.coll``, chosen per communicator by the coll framework), so the work is done
 by whichever component serves that operation.  Nonblocking forms wrap the table's request in
-an ``MPI.Request``.
+an ``MPI.Request``.  Buffers of non-contiguous layouts reach the table as contiguous
+stand-ins (:mod:`.staging`), unpacked when the operation completes.
 
 The lowercase forms call the table's object operations (``bcast_object``, ...), which the coll
 components provide like any other (``basic`` moves the objects point to point, encoded by the
@@ -26,14 +27,16 @@ from ..datatype.buffer import (
     VectorBufferSpec,
     export_buffer,
     parse_buffer,
+    spec_of,
 )
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
-from .families import collective_pair
+from .families import collective_pair, staged_pair
 from .in_place import given, or_in_place
+from .staging import Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
@@ -46,8 +49,9 @@ class Collectives:
         raise NotImplementedError
 
     # Each buffer collective and its nonblocking form are one family (.families): an argument
-    # function checks the call's arguments the way mpi4py does and returns the communicator and
-    # what its coll table operation takes; the pair of methods is made from it.
+    # function checks the call's arguments the way mpi4py does and returns the communicator,
+    # what its coll table operation takes and the call's staging (.staging); the pair of
+    # methods is made from it.
 
     # -- barrier ---------------------------------------------------------------------------------
 
@@ -68,19 +72,23 @@ class Collectives:
 
     def _bcast_args(
         self, call: str, buf: Any, root: int = 0
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         buf = given(buf, call, "buf")
-        return c, (parse_buffer(buf, readonly=c.rank == root), root)
+        spec = parse_buffer(buf, readonly=c.rank == root)
+        st = _staging(c, call, spec.datatype)
+        staged = st.send(spec) if c.rank == root else st.receive(spec, origin=root)
+        return c, (staged, root), st
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         """Broadcast data from one process to all other processes."""
         # Written out, as Allreduce is: a hot call, spared the family's argument packing.
-        c, (spec, root) = self._bcast_args("Comm.Bcast", buf, root)
+        c, (spec, root), st = self._bcast_args("Comm.Bcast", buf, root)
         c.coll.bcast(c, spec, root)
+        st.finish()
 
-    Ibcast = collective_pair(
+    Ibcast = staged_pair(
         _bcast_args,
         "Comm.Bcast",
         "Broadcast data from one process to all other processes.",
@@ -91,12 +99,14 @@ class Collectives:
 
     def _gather_args(
         self, call: str, sendbuf: Any, recvbuf: Any, root: int = 0
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendbuf = given(sendbuf, call, "sendbuf")
-            return c, (_send_spec(sendbuf, call, in_place=False), None, root)
+            sendspec = _send_spec(sendbuf, call, in_place=False)
+            st = _staging(c, call, sendspec.datatype)
+            return c, (st.send(sendspec), None, root), st
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if call.endswith("v"):
             recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
@@ -104,16 +114,20 @@ class Collectives:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
         if not sendspec.in_place:
-            _same_size(sendspec.view, recvspec.block(c.rank), call, "the root's receive block")
-        return c, (sendspec, recvspec, root)
+            _same_size(
+                sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "the root's receive block"
+            )
+        st = _staging(c, call, recvspec.datatype)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
+        return c, (st.send(sendspec), staged, root), st
 
-    Gather, Igather = collective_pair(
+    Gather, Igather = staged_pair(
         _gather_args,
         "Comm.Gather",
         "Gather data to one process from all other processes.",
         "Nonblocking gather.",
     )
-    Gatherv, Igatherv = collective_pair(
+    Gatherv, Igatherv = staged_pair(
         _gather_args,
         "Comm.Gatherv",
         "Gather Vector: gather data to one process, with a count and displacement per rank.",
@@ -124,14 +138,16 @@ class Collectives:
 
     def _scatter_args(
         self, call: str, sendbuf: Any, recvbuf: Any, root: int = 0
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             recvbuf = given(recvbuf, call, "recvbuf")
             if recvbuf is IN_PLACE:
                 raise ValueError(f"{call}: MPI.IN_PLACE is valid only as the root's receive buffer")
-            return c, (None, parse_buffer(recvbuf, readonly=False), root)
+            recvspec = parse_buffer(recvbuf, readonly=False)
+            st = _staging(c, call, recvspec.datatype)
+            return c, (None, st.receive(recvspec, origin=root), root), st
         sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
         if call.endswith("v"):
             sendspec = _vector(sendbuf, c.size, call, "sendbuf")
@@ -139,16 +155,19 @@ class Collectives:
             sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
         recvspec = parse_buffer(recvbuf, readonly=False, in_place=True)
         if not recvspec.in_place:
-            _same_size(sendspec.block(c.rank), recvspec.view, call, "the root's receive message")
-        return c, (sendspec, recvspec, root)
+            _same_size(
+                _block_bytes(sendspec, c.rank), recvspec.nbytes, call, "the root's receive message"
+            )
+        st = _staging(c, call, sendspec.datatype)
+        return c, (st.blocks(sendspec, output=False), st.receive(recvspec), root), st
 
-    Scatter, Iscatter = collective_pair(
+    Scatter, Iscatter = staged_pair(
         _scatter_args,
         "Comm.Scatter",
         "Scatter data from one process to all other processes.",
         "Nonblocking scatter.",
     )
-    Scatterv, Iscatterv = collective_pair(
+    Scatterv, Iscatterv = staged_pair(
         _scatter_args,
         "Comm.Scatterv",
         "Scatter Vector: scatter data from one process, with a count and displacement per rank.",
@@ -159,7 +178,7 @@ class Collectives:
 
     def _allgather_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if call.endswith("v"):
@@ -168,16 +187,20 @@ class Collectives:
             recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
         sendspec = _send_spec(sendbuf, call, in_place=True)
         if not sendspec.in_place:
-            _same_size(sendspec.view, recvspec.block(c.rank), call, "this rank's receive block")
-        return c, (sendspec, recvspec)
+            _same_size(
+                sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "this rank's receive block"
+            )
+        st = _staging(c, call, recvspec.datatype)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
+        return c, (st.send(sendspec), staged), st
 
-    Allgather, Iallgather = collective_pair(
+    Allgather, Iallgather = staged_pair(
         _allgather_args,
         "Comm.Allgather",
         "Gather to All: gather data from all processes and distribute it to all.",
         "Nonblocking gather to all.",
     )
-    Allgatherv, Iallgatherv = collective_pair(
+    Allgatherv, Iallgatherv = staged_pair(
         _allgather_args,
         "Comm.Allgatherv",
         "Gather to All Vector.",
@@ -188,7 +211,7 @@ class Collectives:
 
     def _alltoall_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -202,16 +225,23 @@ class Collectives:
             else:
                 sendspec = _blocks(sendbuf, size, readonly=True, call=call)
         if not sendspec.in_place:
-            _same_size(sendspec.block(c.rank), recvspec.block(c.rank), call, "the receive block")
-        return c, (sendspec, recvspec)
+            _same_size(
+                _block_bytes(sendspec, c.rank),
+                _block_bytes(recvspec, c.rank),
+                call,
+                "the receive block",
+            )
+        st = _staging(c, call, recvspec.datatype)
+        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(size))
+        return c, (st.blocks(sendspec, output=False), staged), st
 
-    Alltoall, Ialltoall = collective_pair(
+    Alltoall, Ialltoall = staged_pair(
         _alltoall_args,
         "Comm.Alltoall",
         "All to All Scatter/Gather: send data from all to all processes in a group.",
         "Nonblocking all to all.",
     )
-    Alltoallv, Ialltoallv = collective_pair(
+    Alltoallv, Ialltoallv = staged_pair(
         _alltoall_args,
         "Comm.Alltoallv",
         "All to All Scatter/Gather Vector.",
@@ -220,17 +250,23 @@ class Collectives:
 
     def _alltoallw_args(
         self, call: str, sendbuf: Any, recvbuf: Any
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
+        st = _Stagings(call, c)  # one staging per block: each has its own datatype
         if sendbuf is IN_PLACE:
-            return c, (None, recvspecs)
+            staged = tuple(
+                st.receive(spec, load=True, origin=peer) for peer, spec in enumerate(recvspecs)
+            )
+            return c, (None, staged), st
         sendspecs = _w_specs(sendbuf, c.size, readonly=True, call=call)
-        _same_size(sendspecs[c.rank].view, recvspecs[c.rank].view, call, "the receive block")
-        return c, (sendspecs, recvspecs)
+        _same_size(sendspecs[c.rank].nbytes, recvspecs[c.rank].nbytes, call, "the receive block")
+        sending = tuple(st.send(spec) for spec in sendspecs)
+        staged = tuple(st.receive(spec, origin=peer) for peer, spec in enumerate(recvspecs))
+        return c, (sending, staged), st
 
-    Alltoallw, Ialltoallw = collective_pair(
+    Alltoallw, Ialltoallw = staged_pair(
         _alltoallw_args,
         "Comm.Alltoallw",
         "All to All Scatter/Gather General: a count, byte displacement and datatype per rank.",
@@ -241,46 +277,58 @@ class Collectives:
 
     def _reduce_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         root = _root(root, c, call)
         if c.rank != root:
             sendspec = _send_spec(given(sendbuf, call, "sendbuf"), call, in_place=False)
+            st = _staging(c, call, sendspec.datatype, reduce=True)
+            sendspec = st.send(sendspec, reduce=True)
             _check_op(c, op, sendspec.datatype)
-            return c, (sendspec, None, op, root)
+            return c, (sendspec, None, op, root), st
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
+        st = _staging(c, call, recvspec.datatype, reduce=True)
+        sendspec = st.send(sendspec, reduce=True)
+        recvspec = st.receive(recvspec, reduce=True, load=sendspec.in_place)
         _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, op, root)
+        return c, (sendspec, recvspec, op, root), st
 
-    Reduce, Ireduce = collective_pair(
+    Reduce, Ireduce = staged_pair(
         _reduce_args, "Comm.Reduce", "Reduce to Root.", "Reduce to Root (nonblocking)."
     )
 
     def _everyone_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
+        st = _staging(c, call, recvspec.datatype, reduce=True)
+        sendspec = st.send(sendspec, reduce=True)
+        # Exscan leaves rank 0's buffer as it was: every stand-in starts with the buffer's data.
+        recvspec = st.receive(recvspec, reduce=True, load=True)
         _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, op)
+        return c, (sendspec, recvspec, op), st
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce to All."""
-        c, (sendspec, recvspec, op) = self._everyone_args("Comm.Allreduce", sendbuf, recvbuf, op)
-        c.coll.allreduce(c, sendspec, recvspec, op)
+        c, (sendspec, recvspec, op), st = self._everyone_args(
+            "Comm.Allreduce", sendbuf, recvbuf, op
+        )
+        st.table().allreduce(c, sendspec, recvspec, op)
+        st.finish()
 
-    Iallreduce = collective_pair(
+    Iallreduce = staged_pair(
         _everyone_args, "Comm.Allreduce", "Reduce to All.", "Reduce to All (nonblocking)."
     )[1]
 
-    Scan, Iscan = collective_pair(
+    Scan, Iscan = staged_pair(
         _everyone_args, "Intracomm.Scan", "Inclusive Scan.", "Inclusive Scan (nonblocking)."
     )
-    Exscan, Iexscan = collective_pair(
+    Exscan, Iexscan = staged_pair(
         _everyone_args,
         "Intracomm.Exscan",
         "Exclusive Scan (rank 0's receive buffer is left as it was).",
@@ -289,15 +337,18 @@ class Collectives:
 
     def _reduce_scatter_block_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         if sendbuf is IN_PLACE:
             whole = _blocks(recvbuf, size, readonly=False, call=call)
-            recvspec = _first_block(whole)
+            st = _staging(c, call, whole.datatype, reduce=True)
+            count = whole.counts[0] if whole.counts else 0
+            offset = (whole.displs[0] if whole.displs else 0) * whole.datatype.extent
+            recvspec = st.whole(whole.buffer, offset, count * size, whole.datatype, count)
             _check_op(c, op, recvspec.datatype)
-            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, op)
+            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, op), st
         recvspec = parse_buffer(recvbuf, readonly=False)
         blocks = _blocks(sendbuf, size, readonly=True, call=call)
         _same_type(blocks.datatype, recvspec.datatype, call)
@@ -306,10 +357,13 @@ class Collectives:
                 f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
                 f"count {recvspec.count}"
             )
+        st = _staging(c, call, recvspec.datatype, reduce=True)
+        sendspec = st.send(_whole(blocks), reduce=True)
+        recvspec = st.receive(recvspec, reduce=True)
         _check_op(c, op, recvspec.datatype)
-        return c, (_whole(blocks), recvspec, op)
+        return c, (sendspec, recvspec, op), st
 
-    Reduce_scatter_block, Ireduce_scatter_block = collective_pair(
+    Reduce_scatter_block, Ireduce_scatter_block = staged_pair(
         _reduce_scatter_block_args,
         "Comm.Reduce_scatter_block",
         "Reduce-Scatter Block (regular, non-vector version).",
@@ -323,7 +377,7 @@ class Collectives:
         recvbuf: Any,
         recvcounts: Sequence[int] | None = None,
         op: Op = SUM,
-    ) -> tuple[Communicator, tuple[Any, ...]]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         size, rank = c.size, c.rank
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
@@ -339,9 +393,14 @@ class Collectives:
                     f"{call}: mismatch in receive count {parsed.count} and sum(counts) "
                     f"{sum(counts)}"
                 )
-            _check_op(c, op, parsed.datatype)
-            recvspec = _prefix(parsed, counts[rank])
-            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, counts, op)
+            st = _staging(c, call, parsed.datatype, reduce=True)
+            recvspec = st.whole(
+                parsed.buffer, parsed.offset, parsed.count, parsed.datatype, counts[rank]
+            )
+            _check_op(c, op, recvspec.datatype)
+            per = _per(c, call, parsed)
+            scaled = tuple(count * per for count in counts)
+            return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, scaled, op), st
         sendspec = _send_spec(sendbuf, call, in_place=False)
         if recvcounts is None:
             counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
@@ -357,10 +416,14 @@ class Collectives:
                 f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] "
                 f"{counts[rank]}"
             )
-        _check_op(c, op, parsed.datatype)
-        return c, (sendspec, parsed, counts, op)
+        st = _staging(c, call, parsed.datatype, reduce=True)
+        per = _per(c, call, parsed)
+        sendspec = st.send(sendspec, reduce=True)
+        recvspec = st.receive(parsed, reduce=True)
+        _check_op(c, op, recvspec.datatype)
+        return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
 
-    Reduce_scatter, Ireduce_scatter = collective_pair(
+    Reduce_scatter, Ireduce_scatter = staged_pair(
         _reduce_scatter_args,
         "Comm.Reduce_scatter",
         "Reduce-Scatter (vector version).",
@@ -475,12 +538,57 @@ def _reduction_send(sendbuf: Any, recvspec: BufferSpec, call: str) -> BufferSpec
     return sendspec
 
 
-def _same_size(sent: memoryview, received: memoryview, call: str, where: str) -> None:
-    if sent.nbytes != received.nbytes:
+def _same_size(sent: int, received: int, call: str, where: str) -> None:
+    """Both messages hold as many bytes of data (their packed sizes)."""
+    if sent != received:
         raise ValueError(
-            f"{call}: this rank's send message has {sent.nbytes} bytes but {where} has "
-            f"{received.nbytes}; the counts and datatypes must describe the same amount of data"
+            f"{call}: this rank's send message has {sent} bytes but {where} has "
+            f"{received}; the counts and datatypes must describe the same amount of data"
         )
+
+
+def _block_bytes(spec: VectorBufferSpec, index: int) -> int:
+    """Bytes of data (packed) in block ``index`` of a vector message."""
+    return spec.counts[index] * spec.datatype.size if spec.counts else 0
+
+
+def _staging(
+    c: Communicator, call: str, datatype: Datatype | None, *, reduce: bool = False
+) -> Staging:
+    """The stand-ins of one call (:mod:`.staging`)."""
+    return Staging(call, c, datatype, reduction=reduce)
+
+
+class _Stagings(Staging):
+    """The staging of an alltoallw: each block has its own datatype, so its own staging; the
+    unpacking owed by every block's is done together."""
+
+    __slots__ = ()
+
+    def __init__(self, call: str, comm: Communicator) -> None:
+        super().__init__(call, comm)
+
+    def send(self, spec: BufferSpec, *, reduce: bool = False) -> BufferSpec:
+        return _staging(self.comm, self.call, spec.datatype).send(spec, reduce=reduce)
+
+    def receive(
+        self,
+        spec: BufferSpec,
+        *,
+        reduce: bool = False,
+        load: bool = False,
+        origin: int | None = None,
+    ) -> BufferSpec:
+        part = _staging(self.comm, self.call, spec.datatype)
+        staged = part.receive(spec, reduce=reduce, load=load, origin=origin)
+        if part.pending:
+            self._after.append(part.finish)
+        return staged
+
+
+def _per(c: Communicator, call: str, spec: BufferSpec) -> int:
+    """Predefined elements per element of ``spec``'s datatype in a reduction."""
+    return reduction_type(spec.datatype, call)[1]
 
 
 def _counts(recvcounts: Any, size: int, call: str) -> tuple[int, ...]:
@@ -524,6 +632,15 @@ def _count_given(msg: Any) -> bool:
 def _blocks(msg: Any, size: int, *, readonly: bool, call: str) -> VectorBufferSpec:
     """A message of ``size`` equal blocks, as mpi4py reads it: an explicit count is per block."""
     spec = parse_buffer(msg, readonly=readonly)
+    if (
+        spec.convertor is not None
+        and spec.convertor.description is not spec.datatype.layout.description
+    ):
+        raise ValueError(
+            f"{call}: a non-contiguous array cannot be cut into one block per rank; pass a "
+            "contiguous array (numpy.ascontiguousarray) or describe a block with a derived "
+            "datatype"
+        )
     extent = spec.datatype.extent
     if _count_given(msg):
         each = spec.count
@@ -545,26 +662,11 @@ def _blocks(msg: Any, size: int, *, readonly: bool, call: str) -> VectorBufferSp
     return VectorBufferSpec(spec.buffer, (each,) * size, displs, spec.datatype)
 
 
-def _first_block(blocks: VectorBufferSpec) -> BufferSpec:
-    """Block 0 of ``blocks`` as a BufferSpec whose buffer/offset reach the whole message."""
-    count = blocks.counts[0] if blocks.counts else 0
-    offset = (blocks.displs[0] if blocks.displs else 0) * blocks.datatype.extent
-    view = blocks.buffer[offset : offset + count * blocks.datatype.extent]
-    return BufferSpec(view, count, blocks.datatype, blocks.buffer, offset)
-
-
 def _whole(blocks: VectorBufferSpec) -> BufferSpec:
     """Every block of a regular message, as one BufferSpec."""
     total = sum(blocks.counts)
     offset = (blocks.displs[0] if blocks.displs else 0) * blocks.datatype.extent
-    view = blocks.buffer[offset : offset + total * blocks.datatype.extent]
-    return BufferSpec(view, total, blocks.datatype, blocks.buffer, offset)
-
-
-def _prefix(spec: BufferSpec, count: int) -> BufferSpec:
-    """The first ``count`` elements of ``spec``, keeping its buffer and offset."""
-    view = spec.view[: count * spec.datatype.extent]
-    return BufferSpec(view, count, spec.datatype, spec.buffer, spec.offset)
+    return spec_of(blocks.buffer, offset, total, blocks.datatype)
 
 
 def _w_specs(msg: Any, size: int, *, readonly: bool, call: str) -> tuple[BufferSpec, ...]:
@@ -596,13 +698,13 @@ def _w_specs(msg: Any, size: int, *, readonly: bool, call: str) -> tuple[BufferS
     buffer, _ = export_buffer(obj, readonly=readonly, infer=False)
     specs = []
     for rank, (count, displ, datatype) in enumerate(zip(counts, displs, datatypes, strict=True)):
-        nbytes = count * datatype.extent
-        if displ + nbytes > buffer.nbytes:
+        try:
+            specs.append(spec_of(buffer, displ, count, datatype, readonly=readonly))
+        except ValueError as error:
             raise ValueError(
                 f"{call}: block {rank} ({count} x {datatype.Get_name()} at byte {displ}) does "
-                f"not fit in the buffer of {buffer.nbytes} bytes"
-            )
-        specs.append(BufferSpec(buffer[displ : displ + nbytes], count, datatype, buffer, displ))
+                f"not fit in the buffer of {buffer.nbytes} bytes ({error})"
+            ) from None
     return tuple(specs)
 
 
@@ -631,7 +733,11 @@ def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
     mine = parse_buffer(np.array([count], dtype=np.int64))
     spec = parse_buffer(sizes, readonly=False)
     blocks = VectorBufferSpec(spec.buffer, (1,) * c.size, tuple(range(c.size)), spec.datatype)
-    c.coll.allgather(c, mine, blocks)
+    st = _staging(c, "Comm.Reduce_scatter", spec.datatype)  # converted in a heterogeneous job
+    staged = st.blocks(blocks, output=True, load=False, origins=range(c.size))
+    assert staged is not None
+    c.coll.allgather(c, st.send(mine), staged)
+    st.finish()
     return sizes
 
 

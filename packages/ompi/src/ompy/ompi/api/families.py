@@ -26,6 +26,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .communicator import Communicator
 from .request import Request
+from .staging import Staging
 
 _Self = TypeVar("_Self")
 _Mode = TypeVar("_Mode")
@@ -77,6 +78,42 @@ def collective_pair(
     def nonblocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> Request:
         c, table_args = arguments(self, icall, *args, **kwargs)
         return Request._of(getattr(c.coll, ioperation)(c, *table_args), c)
+
+    call_parameter = list(inspect.signature(arguments).parameters)[1]
+    _present(blocking, call, doc, arguments, (call_parameter,), returns="None")
+    _present(nonblocking, icall, idoc, arguments, (call_parameter,), returns="Request")
+    return blocking, nonblocking
+
+
+def staged_pair(
+    arguments: Callable[
+        Concatenate[_Self, str, _Params], tuple[Communicator, tuple[Any, ...], Staging]
+    ],
+    call: str,
+    doc: str,
+    idoc: str,
+) -> tuple[
+    Callable[Concatenate[_Self, _Params], None], Callable[Concatenate[_Self, _Params], Request]
+]:
+    """:func:`collective_pair` of a collective that moves typed buffers.
+
+    ``arguments`` also returns the call's :class:`~.staging.Staging` (the contiguous stand-ins
+    of non-contiguous buffers): the operation is taken from its table (the communicator's coll
+    table, or in a heterogeneous job the reductions that convert), and the results are
+    unpacked once the operation completes (at once, or before its request reports it).
+    """
+    owner, _, name = call.rpartition(".")
+    operation = name.lower()
+    icall, ioperation = f"{owner}.I{operation}", f"i{operation}"
+
+    def blocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> None:
+        c, table_args, staging = arguments(self, call, *args, **kwargs)
+        getattr(staging.table(), operation)(c, *table_args)
+        staging.finish()
+
+    def nonblocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> Request:
+        c, table_args, staging = arguments(self, icall, *args, **kwargs)
+        return Request._of(staging.request(getattr(staging.table(), ioperation)(c, *table_args)), c)
 
     call_parameter = list(inspect.signature(arguments).parameters)[1]
     _present(blocking, call, doc, arguments, (call_parameter,), returns="None")

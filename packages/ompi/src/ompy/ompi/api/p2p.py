@@ -49,7 +49,8 @@ def _flat_view(buf: Any, readonly: bool) -> memoryview | None:
     ``Send`` and ``Recv`` hand the PML the bytes only: for these buffers ``parse_buffer``
     would accept the same view (its fast case), and everything else (a ``[buf, count,
     datatype]`` list, a strided array, a read-only receive buffer) goes through it and its
-    errors.
+    errors.  When the PML must convert typed data (``pml.raw_views`` false: a heterogeneous
+    job) the calls give it buffer specs, which keep the datatype.
     """
     if type(buf) not in _FLAT_TYPES:
         return None
@@ -124,8 +125,8 @@ class PointToPoint:
             tag = send_tag(tag, c.tag_ub, "Comm.Send")
         if dest == PROC_NULL:
             return
-        view = _flat_view(buf, True)
         pml = c.pml
+        view = _flat_view(buf, True) if pml.raw_views else None
         if view is None:
             request = pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
         else:
@@ -152,8 +153,8 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return
-        view = _flat_view(buf, False)
         pml = c.pml
+        view = _flat_view(buf, False) if pml.raw_views else None
         if view is None:
             request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
         else:
@@ -204,9 +205,15 @@ class PointToPoint:
         status: Status | None = None,
     ) -> None:
         """Send and receive a message."""
+        # The send message is read before the receive is posted: a bad send buffer must not
+        # leave a receive behind (it would take a later message, and keep its buffer forever).
+        c, dest, sendtag = self._send_args("Comm.Sendrecv", dest, sendtag)
+        spec = None if dest == PROC_NULL else parse_buffer(sendbuf)
         receive = self.Irecv(recvbuf, source, recvtag)
-        send = self.Isend(sendbuf, dest, sendtag)
-        Request.Waitall([send])
+        if spec is not None:
+            send = c.pml.isend(spec, dest, sendtag, c, STANDARD)
+            wait(c, send)
+            raise_if_failed(send)
         receive.Wait(status)
 
     def Sendrecv_replace(  # noqa: PLR0917 (mpi4py's signature)
@@ -221,10 +228,10 @@ class PointToPoint:
         """Send and receive a message, in place: the received data replaces the sent data."""
         c, dest, sendtag = self._send_args("Comm.Sendrecv_replace", dest, sendtag)
         spec = parse_buffer(buf, readonly=False)
-        outgoing = bytearray(spec.view)  # the receive overwrites the buffer
-        send_spec = type(spec)(
-            memoryview(outgoing), spec.count, spec.datatype, memoryview(outgoing)
-        )
+        # The receive overwrites the buffer: send a packed copy (a spec of its packed stream).
+        outgoing = memoryview(bytearray(spec.nbytes))
+        outgoing[:] = spec.packed()
+        send_spec = type(spec)(outgoing, spec.count, spec.datatype, outgoing)
         receive = self.Irecv(buf, source, recvtag)
         if dest != PROC_NULL:
             send = c.pml.isend(send_spec, dest, sendtag, c, STANDARD)

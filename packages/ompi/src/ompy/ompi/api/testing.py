@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from ompy.opal.datatype.convertor import Convertor
 from ompy.opal.mca.params import Registry
 from ompy.opal.mca.params import registry as process_registry
 from ompy.opal.proc import Proc
@@ -52,15 +53,22 @@ class LoopbackMessage:
 
 
 class LoopbackRecv(CoreRequest):
-    """A posted receive: into ``view``, or (``view`` None) into a buffer sized at match time."""
+    """A posted receive: into ``view``, or (``view`` None) into a buffer sized at match time;
+    with a ``convertor`` (a non-contiguous layout) the data is unpacked through it."""
 
-    __slots__ = ("queue", "view", "want_source", "want_tag")
+    __slots__ = ("convertor", "queue", "view", "want_source", "want_tag")
 
     def __init__(
-        self, view: memoryview | None, source: int, tag: int, queue: MatchQueue | None
+        self,
+        view: memoryview | None,
+        source: int,
+        tag: int,
+        queue: MatchQueue | None,
+        convertor: Convertor | None = None,
     ) -> None:
         super().__init__()
         self.view = view
+        self.convertor = convertor
         self.want_source = source
         self.want_tag = tag
         self.queue = queue
@@ -99,24 +107,35 @@ def _deliver(request: LoopbackRecv, message: LoopbackMessage) -> None:
     if request.view is None:  # a sized receive: its buffer is made now, to the message's size
         request.view = memoryview(bytearray(len(data)))
     view = request.view
+    convertor = request.convertor
+    room = view.nbytes if convertor is None else convertor.packed_size
     request.source, request.tag = message.source, message.tag
     if message.send is not None:
         message.send.finish()
-    if len(data) > view.nbytes:
-        view[:] = data[: view.nbytes]
-        request.count = view.nbytes
+    if len(data) > room:
+        if convertor is None:
+            view[:] = data[:room]
+        else:
+            convertor.unpack(0, data[:room])
+        request.count = room
         request.fail(
             ERR_TRUNCATE,
             MPIException(
                 ERR_TRUNCATE,
                 f"a message of {len(data)} bytes from rank {message.source} (tag {message.tag}) "
-                f"does not fit in the receive buffer of {view.nbytes} bytes",
+                f"does not fit in the receive buffer of {room} bytes",
             ),
         )
         return
-    view[: len(data)] = data
+    if convertor is None:
+        view[: len(data)] = data
+    else:
+        convertor.unpack(0, data)
     request.count = len(data)
     request.finish()
+
+
+_EMPTY = memoryview(b"")
 
 
 def _flat(view: memoryview) -> memoryview:
@@ -169,7 +188,7 @@ class LoopbackPml(PmlModule):
     def isend(
         self, spec: BufferSpec, dest: int, tag: int, comm: PmlComm, mode: SendMode
     ) -> CoreRequest:
-        return self.isend_view(_flat(spec.view), dest, tag, comm, mode)
+        return self.isend_view(_flat(spec.packed()), dest, tag, comm, mode)
 
     def isend_view(
         self, data: memoryview, dest: int, tag: int, comm: PmlComm, mode: SendMode
@@ -192,13 +211,19 @@ class LoopbackPml(PmlModule):
         return request
 
     def irecv(self, spec: BufferSpec, source: int, tag: int, comm: PmlComm) -> LoopbackRecv:
+        if spec.convertor is not None:
+            return self._post(LoopbackRecv(_EMPTY, source, tag, comm.pml_state, spec.convertor))
         return self.irecv_view(_flat(spec.view), source, tag, comm)
 
     def irecv_view(
         self, view: memoryview | None, source: int, tag: int, comm: PmlComm
     ) -> LoopbackRecv:
-        queue: MatchQueue = comm.pml_state
-        request = LoopbackRecv(view, source, tag, queue)
+        return self._post(LoopbackRecv(view, source, tag, comm.pml_state))
+
+    def _post(self, request: LoopbackRecv) -> LoopbackRecv:
+        queue = request.queue
+        assert queue is not None
+        source, tag = request.want_source, request.want_tag
         with self.fabric.lock:
             for index, message in enumerate(queue.unexpected):
                 if _matches(message.source, message.tag, source, tag):
@@ -229,7 +254,8 @@ class LoopbackPml(PmlModule):
         if not isinstance(message, LoopbackMessage):
             raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")
         view = None if spec is None else _flat(spec.view)
-        request = LoopbackRecv(view, message.source, message.tag, None)
+        convertor = None if spec is None else spec.convertor
+        request = LoopbackRecv(view, message.source, message.tag, None, convertor)
         with self.fabric.lock:
             _deliver(request, message)
         return request

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..constants import BOTTOM, IN_PLACE
 from ..datatype import Datatype, from_code
-from ..datatype.buffer import VectorBufferSpec, export_buffer
+from ..datatype.buffer import VectorBufferSpec, export_buffer, usable_layout
 from ..datatype.predefined import BYTE
 from ..errors import ERR_COUNT, ERR_TYPE
 from ..errors import Exception as MPIException
@@ -83,6 +83,11 @@ def parse_vector_message(
         raise type(error)(f"{where}: {_unprefixed(error)}") from None
     datatype = datatype or inferred
     assert datatype is not None
+    try:
+        usable_layout(datatype)  # committed, not freed
+    except MPIException as error:
+        detail = (error.detail or "").removeprefix("message: ")
+        raise MPIException(error.Get_error_class(), f"{where}: {detail}") from None
     extent = datatype.extent
     if counts_spec is None:
         total = _whole_elements(buffer.nbytes, datatype, where)

@@ -8,23 +8,31 @@ A program names a message the way mpi4py lets it::
     [buf, count, datatype]               ``count`` elements of ``datatype``
     [buf, (count, displ), datatype]      ``count`` elements starting ``displ`` elements in
     [buf, count, displ, datatype]        the same
-    None, MPI.BOTTOM                     an empty message (absolute addresses: count 0 only)
+    None, MPI.BOTTOM                     an empty message
+    [MPI.BOTTOM, count, datatype]        absolute addresses: a datatype built from Get_address
     MPI.IN_PLACE                         "in place", for the send buffer of a collective
 
 The vector collectives (Scatterv, Gatherv, Alltoallv, ...) name one block per process; their
 forms are read by :mod:`ompy.ompi.api.vector_messages` into a :class:`VectorBufferSpec`.
 
 ``buf`` is anything that exports the buffer protocol (numpy arrays, bytes, bytearray,
-``array.array``, memoryview), an object with ``__dlpack__`` whose memory is on the CPU, or an
-object with ``__array_interface__``; it must be contiguous (C or Fortran order).  ``datatype``
-is a :class:`Datatype` or a code such as ``"d"`` or ``"i4"``.  Counts and displacements are in
-elements of the datatype.  What comes out is a :class:`BufferSpec`: a flat byte memoryview of
-exactly the message, its count and datatype.  Ranks are the caller's business: with
+``array.array``, memoryview), or host memory exported through DLPack, the CUDA array interface
+or ``__array_interface__`` (:mod:`.exporters`; device memory is refused).  ``datatype`` is a
+:class:`Datatype` (predefined, or derived and committed) or a code such as ``"d"`` or ``"i4"``.
+Counts and displacements are in elements of the datatype (displacements step by its extent).
+What comes out is a :class:`BufferSpec`: its count and datatype, and either a flat byte
+memoryview of exactly the message (a contiguous layout: zero copy) or an opal ``Convertor`` that
+packs and unpacks it (a non-contiguous derived datatype).  Ranks are the caller's business: with
 ``PROC_NULL`` the API layer does not parse the message at all, as mpi4py does.
+
+An ompy extension: a non-contiguous numpy array (``a[::2]``, a column ``b[:, 3]``, any strided
+view) is accepted as it is; its layout becomes a derived datatype built from its shape and
+strides (:func:`strided_spec`), so no copy is made by the program.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 import sys
@@ -33,10 +41,15 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ompy.opal.datatype.convertor import Convertor
+
 from ..constants import BOTTOM, IN_PLACE
 from ..errors import ERR_COUNT, ERR_TYPE
 from ..errors import Exception as MPIException
+from .absolute import absolute_memory
 from .datatype import Datatype
+from .exporters import host_array
+from .layout import Layout, freed_datatype_error
 from .predefined import (
     BYTE,
     DOUBLE_INT,
@@ -58,15 +71,22 @@ class ReadOnlyBufferError(BufferError, TypeError):
 
 
 class NonContiguousBufferError(BufferError, ValueError):
-    """The buffer's elements are not adjacent in memory (a strided view or slice)."""
+    """The buffer's elements are not adjacent in memory (a strided view or slice).
+
+    :func:`export_buffer` raises it; :func:`parse_buffer` catches it and describes the layout
+    with a derived datatype instead (:func:`strided_spec`), so programs do not see it.
+    """
 
 
 @attrs.define(slots=True, eq=False)
 class BufferSpec:
     """One message: its bytes, and how many elements of which datatype they hold.
 
-    ``view`` is a flat, byte-format memoryview of exactly the message (``count * extent``
-    bytes starting ``offset`` bytes into ``buffer``, the whole exported buffer).
+    Without a ``convertor``, ``view`` is a flat, byte-format memoryview of exactly the message:
+    its packed stream (``count * size`` bytes of a contiguous layout starting ``offset`` bytes
+    into ``buffer``, the whole exported buffer; or a copy already packed, as a buffered send
+    makes).  With one (a non-contiguous layout) ``view`` is empty and the convertor packs and
+    unpacks the ``count`` elements whose displacement 0 is byte ``offset`` of ``buffer``.
     """
 
     view: memoryview
@@ -76,11 +96,19 @@ class BufferSpec:
     offset: int = 0
     #: True only for ``MPI.IN_PLACE`` (then the other fields describe an empty message).
     in_place: bool = False
+    #: The convertor of a non-contiguous layout; None when ``view`` holds the message.
+    convertor: Convertor | None = None
 
     @property
     def nbytes(self) -> int:
-        """Bytes in the message (``count`` times the datatype's extent)."""
-        return self.view.nbytes
+        """Bytes in the message's packed stream (``count`` times the datatype's size)."""
+        convertor = self.convertor
+        return self.view.nbytes if convertor is None else convertor.packed_size
+
+    def packed(self) -> memoryview:
+        """The message's packed stream: ``view`` itself, or a packed copy (convertor)."""
+        convertor = self.convertor
+        return self.view if convertor is None else convertor.pack_all()
 
 
 @attrs.define(slots=True, eq=False)
@@ -110,7 +138,6 @@ _SIMPLE_FORMATS: dict[str, Datatype] = {
     code: TYPECHARS[code] for code in "?bhilqBHILQfdg" if code in TYPECHARS
 }
 _NATIVE_ORDER = "<" if sys.byteorder == "little" else ">"
-_KDL_CPU = 1  # DLPack's device type for host memory
 
 
 # -- public entry points -------------------------------------------------------------------------
@@ -142,20 +169,29 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     count, displ = _count_and_displ(count_spec)
 
     if obj is None or obj is BOTTOM:
+        if count and datatype is not None and not displ:
+            return _absolute_spec(count, datatype, readonly=readonly)
         if count:
             raise ValueError(
-                f"message: MPI.BOTTOM (or None) as buffer with count {count} would address "
-                "absolute memory, which ompy does not support; give a buffer object instead"
+                f"message: MPI.BOTTOM (or None) as buffer with count {count} addresses absolute "
+                "memory: give the datatype built from MPI.Get_address (and no displacement), "
+                "or a buffer object"
             )
         return BufferSpec(_EMPTY, 0, datatype or BYTE, _EMPTY)
 
-    buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
+    try:
+        buffer, inferred = export_buffer(obj, readonly=readonly, infer=datatype is None)
+    except NonContiguousBufferError:
+        return strided_spec(obj, datatype, count, displ, readonly=readonly)
     datatype = datatype or inferred
-    extent = _extent(datatype)
+    layout = usable_layout(datatype)
+    extent = layout.extent
     length = buffer.nbytes
     if count is None:
         count = _whole_elements(length - displ * extent, extent, datatype, obj, displ)
     offset = displ * extent
+    if not layout.contiguous and count:
+        return _derived_spec(obj, buffer, offset, count, datatype, readonly=readonly)
     nbytes = count * extent
     if offset + nbytes > length:
         raise ValueError(
@@ -167,14 +203,190 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
     return BufferSpec(view, count, datatype, buffer, offset)
 
 
+def usable_layout(datatype: Datatype) -> Layout:
+    """The layout of a datatype a message may use: not freed, and committed."""
+    layout = datatype.layout  # ERR_TYPE for DATATYPE_NULL
+    if layout.freed:
+        raise freed_datatype_error(layout, "message")
+    if not layout.committed:
+        name = datatype.Get_name()
+        raise MPIException(
+            ERR_TYPE,
+            f"message: the {f'datatype {name}' if name else 'derived datatype'} is not "
+            "committed; call its Commit() method (t = t.Commit()) before using it in a "
+            "communication",
+        )
+    return layout
+
+
+def spec_of(
+    buffer: memoryview, offset: int, count: int, datatype: Datatype, *, readonly: bool = True
+) -> BufferSpec:
+    """The spec of ``count`` elements of ``datatype`` from byte ``offset`` of ``buffer`` (a
+    flat byte view): a view when the layout is contiguous, else a convertor."""
+    layout = usable_layout(datatype)
+    if layout.contiguous or not count:
+        nbytes = count * layout.size
+        if offset + nbytes > buffer.nbytes:
+            raise ValueError(
+                f"message: {count} x {datatype.Get_name()} at byte {offset} does not fit in the "
+                f"buffer of {buffer.nbytes} bytes"
+            )
+        return BufferSpec(buffer[offset : offset + nbytes], count, datatype, buffer, offset)
+    return _derived_spec(buffer, buffer, offset, count, datatype, readonly=readonly)
+
+
+def _absolute_spec(count: int, datatype: Datatype, *, readonly: bool) -> BufferSpec:
+    """``[MPI.BOTTOM, count, datatype]``: the displacements are addresses (``Get_address``)."""
+    layout = usable_layout(datatype)
+    memory, origin = absolute_memory(layout, count, "message")
+    if not readonly and layout.overlaps(count):
+        raise MPIException(
+            ERR_TYPE,
+            "message: the receive datatype covers some bytes twice (its typemap overlaps), so a "
+            "receive into it is undefined",
+        )
+    convertor = Convertor(layout.description, memory, origin, count)
+    view = convertor.contiguous_view()
+    if view is not None:
+        return BufferSpec(view, count, datatype, memory, origin)
+    return BufferSpec(_EMPTY, count, datatype, memory, origin, convertor=convertor)
+
+
+def _derived_spec(
+    obj: Any, buffer: memoryview, offset: int, count: int, datatype: Datatype, *, readonly: bool
+) -> BufferSpec:
+    """The spec of ``count`` elements of a non-contiguous datatype: a convertor over ``buffer``."""
+    description = datatype.layout.description
+    if not readonly and datatype.layout.overlaps(count):
+        raise MPIException(
+            ERR_TYPE,
+            f"message: the receive datatype {datatype.Get_name() or '(derived)'} covers some "
+            "bytes twice (its typemap overlaps), so a receive into it is undefined; use a "
+            "layout where every byte appears once",
+        )
+    try:
+        convertor = Convertor(description, buffer, offset, count)
+    except ValueError as error:
+        raise ValueError(
+            f"message: {count} x {datatype.Get_name() or 'derived datatype'} at byte {offset} "
+            f"does not fit in the buffer ({_describe(obj)}): {error}"
+        ) from None
+    view = convertor.contiguous_view()
+    if view is not None:  # contiguous after all (e.g. a shifted lower bound): no copy
+        return BufferSpec(view, count, datatype, buffer, offset)
+    return BufferSpec(_EMPTY, count, datatype, buffer, offset, convertor=convertor)
+
+
+def strided_spec(
+    obj: Any,
+    datatype: Datatype | None = None,
+    count: int | None = None,
+    displ: int = 0,
+    *,
+    readonly: bool = True,
+) -> BufferSpec:
+    """The spec of a non-contiguous array, through a datatype made from its shape and strides.
+
+    An ompy extension (mpi4py refuses such buffers): ``comm.Send(a[::2], ...)`` or
+    ``comm.Recv(b[:, 3], ...)`` move the array's elements where they lie, in C (row-major)
+    order, without a copy by the program.  The message is the whole array; its elements are
+    of the array's own predefined datatype (a datatype given with it must be that one).
+    """
+    array = _as_array(obj)
+    element = datatype_of_dtype(array.dtype)
+    if datatype is not None and datatype != element:
+        raise TypeError(
+            f"message: the buffer ({_describe(array)}) is not contiguous, and the datatype "
+            f"{datatype.Get_name()} is not its element type {element.Get_name()}; ompy sends a "
+            "strided array as its own elements: give no datatype, or a contiguous buffer"
+        )
+    if count not in (None, array.size) or displ:
+        raise ValueError(
+            f"message: the buffer ({_describe(array)}) is not contiguous; ompy sends such an "
+            f"array whole ({array.size} elements), so a count ({count}) or a displacement "
+            f"({displ}) cannot be given with it: slice the array instead"
+        )
+    if not readonly and not array.flags.writeable:
+        raise ReadOnlyBufferError(
+            f"message: the receive buffer ({_describe(array)}) is read-only; "
+            "receive into a writable array"
+        )
+    if array.size == 0:
+        return BufferSpec(_EMPTY, 0, element, _EMPTY)
+    region, origin = _strided_region(array)
+    description = _strided_description(array.dtype, array.shape, array.strides)
+    if not readonly and description.overlaps():
+        raise MPIException(
+            ERR_TYPE,
+            f"message: the receive buffer ({_describe(array)}, strides {array.strides}) "
+            "holds some elements more than once (a zero stride or overlapping view), so a "
+            "receive into it is undefined; receive into an array without repeats",
+        )
+    convertor = Convertor(description, region, origin, 1)
+    view = convertor.contiguous_view()
+    if view is not None:
+        return BufferSpec(view, array.size, element, region, origin)
+    return BufferSpec(_EMPTY, array.size, element, region, origin, convertor=convertor)
+
+
+@functools.lru_cache(maxsize=64)
+def _strided_description(dtype: np.dtype, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+    """The layout of an array of ``shape`` and ``strides`` (C order), as an opal Description.
+
+    Memoized: a program sends arrays of the same shape again and again, and building the
+    description and its convertor plan costs about as much as packing a large one (a vector of
+    a million elements is a million runs to compile); descriptions are immutable.
+    """
+    description = datatype_of_dtype(dtype).layout.description
+    for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if extent > 1:
+            description = description.hvector(extent, 1, stride)
+    return description
+
+
+def _as_array(obj: Any) -> np.ndarray:
+    """``obj`` as a numpy array sharing its memory (strides kept)."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    try:
+        return np.asarray(memoryview(obj))
+    except TypeError:
+        return _array_from_protocols(obj)[0]
+
+
+def _strided_region(array: np.ndarray) -> tuple[memoryview, int]:
+    """The flat bytes from the lowest to the highest byte of ``array``, and where its first
+    element lies in them (a negative stride puts it after others)."""
+    low = high = 0
+    corner = []
+    for extent, stride in zip(array.shape, array.strides, strict=True):
+        reach = (extent - 1) * stride
+        if stride < 0:
+            low += reach
+            corner.append(slice(extent - 1, extent))
+        else:
+            high += reach
+            corner.append(slice(0, 1))
+    itemsize = array.itemsize
+    span = high - low + itemsize
+    lowest = array[tuple(corner)]  # the element at the lowest address, as an array
+    items = -(-span // itemsize)
+    flat = np.lib.stride_tricks.as_strided(lowest, shape=(items,), strides=(itemsize,))
+    region = flat.reshape(-1).view(np.uint8)[:span]
+    return memoryview(region), -low
+
+
 def export_buffer(
     obj: Any, *, readonly: bool = True, infer: bool = True
 ) -> tuple[memoryview, Datatype | None]:
     """A flat byte memoryview of ``obj``'s memory and, if ``infer``, the datatype of its items."""
+    exporter = obj
     try:
         view = memoryview(obj)
+        why_readonly = ""
     except TypeError:
-        obj = _array_from_protocols(obj)
+        obj, why_readonly = _array_from_protocols(obj)
         view = memoryview(obj)
     if "O" in view.format and _holds_objects(obj, view):
         raise TypeError(
@@ -184,8 +396,9 @@ def export_buffer(
         )
     if not readonly and view.readonly:
         raise ReadOnlyBufferError(
-            f"message: the receive buffer ({_describe(obj)}) is read-only; "
-            "receive into a writable object such as a numpy array or a bytearray"
+            f"message: the receive buffer ({_describe(exporter)}) is read-only"
+            + (f" ({why_readonly})" if why_readonly else "")
+            + "; receive into a writable object such as a numpy array or a bytearray"
         )
     datatype = None
     if infer:
@@ -346,27 +559,10 @@ def _whole_elements(length: int, extent: int, datatype: Datatype, obj: Any, disp
     return count
 
 
-def _array_from_protocols(obj: Any) -> np.ndarray:
-    """A host array for an object without the buffer protocol: DLPack or array interface."""
-    if hasattr(obj, "__dlpack__"):
-        device_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else None
-        if device_type != _KDL_CPU:
-            raise TypeError(
-                f"message: the {type(obj).__name__} object's DLPack memory is on device type "
-                f"{device_type}, not the CPU; ompy moves host memory only: copy it to the host"
-            )
-        return np.from_dlpack(obj)
-    if hasattr(obj, "__cuda_array_interface__"):
-        raise TypeError(
-            f"message: the {type(obj).__name__} object is in GPU memory "
-            "(__cuda_array_interface__); ompy moves host memory only: copy it to the host"
-        )
-    if hasattr(obj, "__array_interface__"):
-        return np.asarray(obj)
-    raise TypeError(
-        f"message: expecting a buffer-like object (buffer protocol, __dlpack__ on the CPU or "
-        f"__array_interface__) or a list [buf, count, datatype], not {type(obj).__name__}"
-    )
+def _array_from_protocols(obj: Any) -> tuple[np.ndarray, str]:
+    """A host array for an object without the buffer protocol, and why it is read-only (if it
+    is): DLPack, ``__cuda_array_interface__`` or ``__array_interface__`` (:mod:`.exporters`)."""
+    return host_array(obj)
 
 
 _FORMATS: dict[str, Datatype] = {}

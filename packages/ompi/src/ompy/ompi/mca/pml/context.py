@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 
+from ompy.opal.datatype.arch import PeerArchs
 from ompy.opal.mca.btl import BtlContext
 from ompy.opal.mca.params import Registry
 from ompy.opal.proc import Proc
@@ -36,6 +37,9 @@ class PmlContext:
     procs: list[Proc] = attrs.field(validator=_procs_by_rank)
     btl_context: BtlContext
     registry: Registry
+    #: Every process's architecture (the instance's): the PML converts typed data between
+    #: processes that represent it differently.  The default knows only this process.
+    archs: PeerArchs = attrs.field(factory=PeerArchs)
 
     @property
     def progress(self) -> ProgressEngine:

@@ -132,6 +132,11 @@ class PmlModule(abc.ABC):
 
     #: The largest tag this PML carries (the ``TAG_UB`` attribute of ``COMM_WORLD``).
     max_tag: int
+    #: Whether typed data may be handed over as raw bytes (the view calls).  False in a
+    #: heterogeneous job, where the PML converts typed data between representations: the API
+    #: then passes buffer specs (which keep the datatype) for every typed message; pickled
+    #: objects and untyped bytes still go through the view calls, never converted.
+    raw_views: bool = True
     #: The largest communicator context id its headers can carry.
     max_contextid: int
 

@@ -31,6 +31,7 @@ from ompy.ompi.mca.bml.base import SelectedBml
 from ompy.ompi.mca.pml import PmlMessage, PmlModule, SendMode
 from ompy.ompi.mca.pml.context import PmlContext
 from ompy.opal import output
+from ompy.opal.datatype.convertor import Convertor
 from ompy.opal.mca.btl import BtlError
 from ompy.opal.proc import Proc
 
@@ -48,6 +49,8 @@ from .headers import (
     TYPE_RGET,
     TYPE_RNDV,
 )
+from .hetero import ConvertedRecv, typed, wire_stream
+from .packing import PackedTarget
 from .receiver import RecvSide
 from .requests import Message, ProbeStatus, RecvRequest, SendRequest
 from .sender import SendSide
@@ -81,6 +84,11 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
     ) -> None:
         self.context = context
         self.engine = context.progress
+        #: Every process's architecture; ``raw_views`` turns false once a peer differs.
+        self.archs = context.archs
+        self.raw_views = True
+        #: The representation this process's typed data must leave in, if not its memory's.
+        self._outgoing = context.archs.outgoing()
         self.selected_bml = bml
         self.bml = bml.module
         self.depth = depth
@@ -125,6 +133,9 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             self._peers[proc.rank] = endpoint
             if proc.same_process(self.context.proc):
                 self._self_peer = endpoint
+        archs = self.archs
+        if self._outgoing is not None or any(archs.foreign(proc.rank) for proc in procs):
+            self.raw_views = False  # typed data is converted from now on (see .hetero)
         if self.log.isEnabledFor(logging.INFO):
             self.log.info("%s", ", ".join(repr(self._peers[proc.rank]) for proc in procs))
 
@@ -174,6 +185,13 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
     # -- requests ---------------------------------------------------------------------------
 
     def isend(self, spec: Any, dest: int, tag: int, comm: Any, mode: SendMode) -> SendRequest:
+        if not self.raw_views and self._outgoing is not None and typed(spec):
+            return self.isend_view(
+                wire_stream(spec, self.archs, self._outgoing), dest, tag, comm, mode
+            )
+        convertor = spec.convertor
+        if convertor is not None:
+            return self._isend_packed(convertor, dest, tag, comm, mode)
         data = spec.view
         if data.format != "B" or data.ndim != 1:
             data = data.cast("B")
@@ -242,6 +260,52 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             self._deregister(request)
             raise self._unreachable(dest, peer, error) from error
 
+    def _isend_packed(
+        self, convertor: Convertor, dest: int, tag: int, comm: Any, mode: SendMode
+    ) -> SendRequest:
+        """:meth:`isend` of a non-contiguous layout: its packed stream, packed as it leaves.
+
+        The same protocols as :meth:`isend_view`: an eager message is packed into the
+        descriptor, a rendezvous packs its fragments at their positions (never RGET, which
+        needs contiguous memory), a long send to this process packs one private copy.
+        """
+        state = comm.pml_state
+        if state is None:
+            raise self._not_added(comm)
+        if not 0 <= dest < state.size:
+            raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
+        peer = state.endpoints[dest]
+        seqs = state.send_seq
+        seq = seqs[dest]
+        request = SendRequest(convertor, peer, state, seq)
+        seqs[dest] = (seq + 1) & _SEQ_MASK
+        length = convertor.packed_size
+        btl = peer.eager_single or peer.next_eager()
+        try:
+            if mode is not _SYNCHRONOUS and length + _MATCH_SIZE <= btl.eager_limit:
+                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+                descriptor = btl.alloc(btl.endpoint, _MATCH_SIZE + length)
+                if descriptor is not None:
+                    segment = descriptor.segments[0]
+                    segment[:_MATCH_SIZE] = header
+                    convertor.pack(0, segment[_MATCH_SIZE:])
+                    btl.send(btl.endpoint, descriptor, TYPE_MATCH)
+                    request.count = length
+                    request.complete = True
+                else:  # no descriptor now: pack once, send the copy when one is free
+                    packed = convertor.pack_all()
+                    request.count = length
+                    self._pending.append(
+                        lambda: self._retry_eager(request, btl, header, packed, TYPE_MATCH)
+                    )
+                return request
+            if peer is self._self_peer and mode is not _SYNCHRONOUS:
+                return self._send_to_self(request, btl, seq, state, tag)
+            return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
+        except BtlError as error:
+            self._sends.pop(request.id, None)
+            raise self._unreachable(dest, peer, error) from error
+
     @staticmethod
     def _unreachable(dest: int, peer: BmlEndpoint, error: BtlError) -> MPIException:
         return MPIException(
@@ -258,22 +322,33 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         request carries the copy through the usual protocol, while the caller's completes.
         """
         data = request.data
-        copy = bytearray(len(data))
-        memoryview(copy)[:] = data
-        carrier = SendRequest(memoryview(copy), request.peer)
+        if type(data) is memoryview:
+            copy = memoryview(bytearray(len(data)))
+            copy[:] = data
+        else:  # a convertor: its packed stream is the copy
+            copy = data.pack_all()
+        carrier = SendRequest(copy, request.peer)
         self._start_rndv(carrier, btl, seq, state, tag, synchronous=False)
         request.id = carrier.id  # what a cancel names the message by
-        request.count = len(data)
+        request.count = len(copy)
         request.complete = True
         return request
 
-    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> RecvRequest:
+    def irecv(self, spec: Any, source: int, tag: int, comm: Any) -> Any:
+        if not self.raw_views and typed(spec):  # staged as sent, converted, unpacked
+            inner = self.irecv_view(None, source, tag, comm)
+            return ConvertedRecv(inner, spec, comm.pml_state, self.archs)
+        convertor = spec.convertor
+        if convertor is not None:  # a non-contiguous layout: fragments unpack where they land
+            return self.irecv_view(PackedTarget(convertor), source, tag, comm)
         view = spec.view
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B")
         return self.irecv_view(view, source, tag, comm)
 
-    def irecv_view(self, view: memoryview | None, source: int, tag: int, comm: Any) -> RecvRequest:
+    def irecv_view(
+        self, view: memoryview | PackedTarget | None, source: int, tag: int, comm: Any
+    ) -> RecvRequest:
         """:meth:`irecv` into a flat writable byte view; None: a buffer sized by the message.
 
         With None the request's ``view`` becomes, at match time, a new buffer of exactly the
@@ -313,7 +388,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             message = state.matching.mprobe(source, tag)
         return message
 
-    def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> RecvRequest:
+    def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> Any:
         """Receive a message ``improbe`` took; ``spec`` None: a buffer of the message's size."""
         if not isinstance(message, Message):
             raise TypeError(f"imrecv takes a message returned by improbe, got {message!r}")
@@ -321,10 +396,19 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             raise MPIException(ERR_OTHER, f"{message!r} was already received")
         if message.ctx not in self._comms:
             raise MPIException(ERR_COMM, f"the communicator of {message!r} was freed")
+        if spec is not None and not self.raw_views and typed(spec):
+            return ConvertedRecv(
+                self.imrecv(None, message), spec, self._comms[message.ctx], self.archs
+            )
         message.consumed = True
-        view = None if spec is None else spec.view
-        if view is not None and (view.format != "B" or view.ndim != 1):
-            view = view.cast("B")
+        view: memoryview | PackedTarget | None = None
+        if spec is not None:
+            if spec.convertor is not None:
+                view = PackedTarget(spec.convertor)
+            else:
+                view = spec.view
+                if view.format != "B" or view.ndim != 1:
+                    view = view.cast("B")
         request = RecvRequest(view, None, message.source)
         self._matched(request, message)
         return request

@@ -5,7 +5,8 @@ handler directly.  MATCH, RNDV and RGET become a :class:`~ompy.mca.pml.ob1.reque
 and go through the communicator's matching; a match lands in :meth:`RecvSide._matched`, which
 copies eager data straight from the fragment into the receive buffer, answers a RNDV with ACK,
 or pulls an RGET's data with ``get``.  FRAG fragments carry their offset and land directly in
-the buffer of the receive they belong to.
+the buffer of the receive they belong to.  A receive into a non-contiguous layout has a
+:class:`~.packing.PackedTarget` as its view: each copy into it unpacks at its stream position.
 
 Two situations keep an arriving header for later (with a copy, since the fragment's memory is
 valid only during the callback): a context id no communicator has yet (the sender's
@@ -27,6 +28,7 @@ from ompy.opal.mca.btl import BtlPeerError, MemHandle
 
 from .comm import CommState
 from .headers import ACK, FIN, FRAG, MATCH, RGET, RNDV, TYPE_ACK, TYPE_FIN, TYPE_MATCH, TYPE_RNDV
+from .packing import PackedTarget, unpack_piece
 from .requests import Message, RecvRequest
 
 _EMPTY = memoryview(b"")
@@ -39,6 +41,8 @@ _ACK_PACK = ACK.struct.pack
 _FRAG_UNPACK = FRAG.struct.unpack_from
 _FRAG_SIZE = FRAG.size
 _FIN_PACK = FIN.struct.pack
+#: The largest piece of an RGET read aside for a non-contiguous receive (then unpacked).
+_PACKED_PIECE = 1 << 20
 #: Retained payloads up to this size are copied with bytes(); larger ones through a memoryview.
 _SMALL_COPY = 1 << 16
 
@@ -241,15 +245,35 @@ class RecvSide:
             return
         handle = MemHandle(message.rkey, total)
         piece = btl.rdma_frag_size or length
+        packed = type(view) is PackedTarget
+        if packed and piece > _PACKED_PIECE:  # read aside: in bounded pieces, not whole
+            piece = _PACKED_PIECE
         offsets = range(0, length, piece)
         request.pending_gets = len(offsets)
         for offset in offsets:
             end = min(offset + piece, length)
-            done = partial(self._got, request, btl)
+            if packed:  # a non-contiguous layout: read the piece aside, unpack it on arrival
+                into = memoryview(bytearray(end - offset))
+                done = partial(self._got_piece, request, btl, into, offset)
+            else:
+                into = view[offset:end]
+                done = partial(self._got, request, btl)
             try:
-                btl.get(btl.endpoint, view[offset:end], handle, offset, done)
+                btl.get(btl.endpoint, into, handle, offset, done)
             except Exception as error:  # the module refused: report it through the FIN
                 done(error)
+
+    def _got_piece(
+        self,
+        request: RecvRequest,
+        btl: Any,
+        piece: memoryview,
+        offset: int,
+        error: BaseException | None,
+    ) -> None:
+        if error is None:
+            unpack_piece(request.view, offset, piece)
+        self._got(request, btl, error)
 
     def _got(self, request: RecvRequest, btl: Any, error: BaseException | None) -> None:
         if error is not None and request.exception is None:

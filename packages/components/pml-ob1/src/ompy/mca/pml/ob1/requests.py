@@ -37,7 +37,7 @@ class SendRequest(CoreRequest):
         "to_send",
     )
 
-    def __init__(self, data: memoryview, peer: Any, state: Any = None, seq: int = 0) -> None:
+    def __init__(self, data: Any, peer: Any, state: Any = None, seq: int = 0) -> None:
         # CoreRequest's fields set here rather than through super().__init__(): one call less
         # on every send (a test checks that both set the same fields).
         self.complete = False
@@ -48,7 +48,7 @@ class SendRequest(CoreRequest):
         self.error = 0
         self.exception = None
         self.on_complete = None
-        self.data = data
+        self.data = data  # a flat byte view, or the Convertor of a non-contiguous layout
         self.peer = peer  # the BmlEndpoint of the destination
         self.id = 0
         self.dst_req = 0
@@ -104,7 +104,7 @@ class RecvRequest(CoreRequest):
         "want_source",
     )
 
-    def __init__(self, view: memoryview | None, state: Any, source: int) -> None:
+    def __init__(self, view: Any, state: Any, source: int) -> None:
         self.complete = False  # CoreRequest's fields, inline as in SendRequest
         self.cancelled = False
         self.source = ANY_SOURCE
@@ -113,7 +113,7 @@ class RecvRequest(CoreRequest):
         self.error = 0
         self.exception = None
         self.on_complete = None
-        self.view = view
+        self.view = view  # a flat byte view, a PackedTarget, or None (sized by the message)
         self.state = state  # the CommState it is posted in (None for imrecv)
         self.want_source = source
         self.matched = False

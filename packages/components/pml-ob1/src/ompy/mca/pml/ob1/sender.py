@@ -16,6 +16,10 @@
 Synchronous sends always take the rendezvous path, so they complete only after the ACK (or FIN),
 that is after the receiver matched.  When a pool has no descriptor the work is queued and
 retried by :meth:`progress`.
+
+A request's ``data`` is a flat byte view, or the ``Convertor`` of a non-contiguous layout: then
+each fragment is packed into its descriptor at its stream position (:mod:`.packing`) and RGET
+is not offered.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .headers import (
     TYPE_RGET,
     TYPE_RNDV,
 )
+from .packing import packed_descriptor, packed_prefix
 from .requests import SendRequest, Stripe
 
 _EMPTY = memoryview(b"")
@@ -102,13 +107,15 @@ class SendSide:
         ctx = state.ctx
         rank = state.rank
         data = request.data
-        length = len(data)
+        packer = None if type(data) is memoryview else data
+        length = len(data) if packer is None else packer.packed_size
         request.id = rid = self._next_id()
         self._sends[rid] = request
         flags = FLAG_ACK if synchronous else 0
         get_btl = request.peer.rdma_get
         if (
             get_btl is not None
+            and packer is None  # RGET reads contiguous memory: a packed stream goes as FRAGs
             and self.use_rdma
             and length >= get_btl.min_rdma_size
             and length + _RNDV_SIZE > btl.eager_limit
@@ -123,7 +130,11 @@ class SendSide:
         else:
             first = max(btl.eager_limit - _RNDV_SIZE, 0)
             header = _RNDV_PACK(TYPE_RNDV, flags, seq, ctx, rank, tag, length, rid)
-            self._send_control(btl, header, data[:first] if first < length else data, TYPE_RNDV)
+            if packer is not None:
+                payload = packed_prefix(packer, min(first, length))
+            else:
+                payload = data[:first] if first < length else data
+            self._send_control(btl, header, payload, TYPE_RNDV)
         return request
 
     def _recv_ack(self, module: Any, tag: int, view: memoryview) -> None:
@@ -162,6 +173,7 @@ class SendSide:
             return  # a completion inside send(): the running loop continues
         request.scheduling = True
         data = request.data
+        packer = None if type(data) is memoryview else data
         depth = self.depth
         rid = request.id
         dst = request.dst_req
@@ -177,9 +189,14 @@ class SendSide:
                     if request.in_flight >= depth:
                         break
                     btl = stripe.btl
-                    descriptor = btl.prepare_src(
-                        btl.endpoint, data[offset : stripe.end], _FRAG_SIZE, _FRAG_FLAGS
-                    )
+                    if packer is None:
+                        descriptor = btl.prepare_src(
+                            btl.endpoint, data[offset : stripe.end], _FRAG_SIZE, _FRAG_FLAGS
+                        )
+                    else:  # packed into the fragment at its position of the stream
+                        descriptor = packed_descriptor(
+                            btl, packer, offset, stripe.end, _FRAG_SIZE, _FRAG_FLAGS
+                        )
                     if descriptor is None:
                         self._pending.append(partial(self._resume, request))
                         return
