@@ -285,6 +285,10 @@ class Constructors:
 # -- the new layout -----------------------------------------------------------------------------
 
 
+_NUMPY_MAX_ITEMSIZE: Final = 2**31 - 1
+_NO_VIEW: Final = np.dtype("V0")
+
+
 def derived_layout(
     description: Description, envelope: Envelope, element: Layout | None = None
 ) -> Layout:
@@ -294,8 +298,10 @@ def derived_layout(
     if basic is not None:
         dtype = basic.dtype
     else:
+        # numpy's item sizes stop at 2**31 - 1 bytes; a struct of absolute addresses can span
+        # far more, and such a layout has no useful numpy view of one element anyway.
         extent = int(description.ub) - int(description.lb)
-        dtype = np.dtype(f"V{max(extent, 0)}")
+        dtype = np.dtype(f"V{extent}") if 0 <= extent <= _NUMPY_MAX_ITEMSIZE else _NO_VIEW
     return Layout(name="", description=description, envelope=envelope, dtype=dtype, element=element)
 
 
