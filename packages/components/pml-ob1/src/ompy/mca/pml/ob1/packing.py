@@ -11,9 +11,10 @@ the step that touches the user's memory changes:
 - receiving, the request's ``view`` is a :class:`PackedTarget`: every ``view[a:b] = data`` the
   protocols do (eager copy, first fragment, each FRAG at its offset) unpacks ``data`` at stream
   position ``a`` into the user's layout, so the receive needs no staging copy of the message;
-- the RGET protocol reads contiguous memory: a non-contiguous sender never offers it (it sends
-  RNDV + FRAGs), and a non-contiguous receiver of an RGET reads each piece into a scratch
-  buffer of the piece's size and unpacks it (:func:`unpack_piece`).
+- the RGET protocol reads contiguous memory: a non-contiguous sender packs the whole stream
+  once into a buffer of its own and offers that (one vectorised copy beats a fragment
+  pipeline through the rings), and a non-contiguous receiver of an RGET reads each piece into
+  a scratch buffer of the piece's size and unpacks it (:func:`unpack_piece`).
 """
 
 from __future__ import annotations
