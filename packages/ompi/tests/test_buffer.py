@@ -221,7 +221,7 @@ def test_null_datatype_is_an_mpi_type_error():
         ([None, (3, 1), mpi.INT], ValueError, "Get_address"),
         ([None, 3, mpi.INT], errors.Exception, "no address of an object"),
         (np.zeros(2, dtype=object), TypeError, "lowercase methods"),
-        (np.zeros(2, dtype=np.float16), TypeError, "no MPI datatype corresponds"),
+        (np.zeros(2, dtype="V4"), TypeError, "no MPI datatype corresponds"),
         (np.zeros(2, dtype=">i4"), TypeError, "byte order"),
         (np.zeros(2, dtype=[("a", "f8"), ("b", "f8")]), TypeError, "structured dtype"),
     ],
@@ -290,3 +290,8 @@ def test_a_field_named_with_an_o_is_data():
     array = np.zeros(3, dtype=[("Oa", "i4"), ("Ob", "f8")])
     spec = parse_buffer([array, mpi.BYTE], readonly=False)
     assert spec.view.nbytes == array.nbytes
+
+
+def test_a_half_precision_array_is_float16_t_as_in_mpi4py():
+    spec = parse_buffer(np.zeros(3, dtype=np.float16))
+    assert spec.datatype == mpi.FLOAT16_T and spec.count == 3

@@ -258,6 +258,7 @@ TYPECHARS: Final[dict[str, Datatype]] = {
     "I": UNSIGNED,
     "L": UNSIGNED_LONG,
     "Q": UNSIGNED_LONG_LONG,
+    "e": FLOAT16_T,
     "f": FLOAT,
     "d": DOUBLE,
     "g": LONG_DOUBLE,
