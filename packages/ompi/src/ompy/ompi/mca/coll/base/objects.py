@@ -83,13 +83,7 @@ def finish_recv(comm: CollComm, stream: SizedRecvRequest) -> Any:
 
 def receive(comm: CollComm, source: int, tag: int) -> Any:
     """Receive one object from ``source`` on ``tag`` (blocking)."""
-    return finish_object_recv(
-        comm.pml,
-        comm,
-        comm.instance.codec,
-        comm.engine,
-        comm.pml.irecv_view(None, source, tag, comm),
-    )
+    return finish_recv(comm, recv_stream(comm, source, tag))
 
 
 def recv_object(comm: CollComm, source: int, tag: int) -> ObjectRecv:
