@@ -14,6 +14,7 @@ import pytest
 from ompy import MPI
 from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.mca.coll import BLOCKING, NONBLOCKING
+from ompy.opal.codec import STREAM_OOB_THRESHOLD
 
 
 def no_byte_collectives(worlds):
@@ -110,3 +111,49 @@ def test_the_object_collectives_are_operations_of_the_coll_table():
         table.allreduce_object = spy
     assert run_ranks(worlds, lambda comm: comm.allreduce(comm.Get_rank() + 1)) == [3, 3]
     assert sorted(calls) == [0, 1]  # the API called the table's operation on every rank
+
+
+def test_a_long_pickle_stream_travels_as_a_buffer_of_its_own():
+    """A stream past the codec's in-band limit (a long ``bytes``) is the first buffer."""
+
+    def long_streams(comm):
+        rank, size = comm.Get_rank(), comm.Get_size()
+        block = bytes([rank]) * (STREAM_OOB_THRESHOLD + 1)
+        joined = comm.allreduce(block, op=concat)
+        assert joined == b"".join(bytes([k]) * len(block) for k in range(size))
+        assert comm.bcast(block, root=size - 1) == bytes([size - 1]) * len(block)
+        assert comm.reduce(block, op=concat, root=0) == (joined if rank == 0 else None)
+        return True
+
+    for size in (2, 3):
+        assert all(run_ranks(no_byte_collectives(make_world(size)), long_streams, timeout=60))
+
+
+class Unloadable:
+    """Pickles, but refuses to be unpickled: the receiving side's decoding fails."""
+
+    def __reduce__(self):
+        return (_refuse, ())
+
+
+def _refuse():
+    raise RuntimeError("this object refuses to be unpickled")
+
+
+def test_an_object_that_cannot_be_decoded_fails_the_call_and_leaves_the_communicator_usable():
+    def bad_then_good(comm):
+        rank, size = comm.Get_rank(), comm.Get_size()
+        with pytest.raises(RuntimeError, match="refuses to be unpickled"):
+            comm.allreduce(Unloadable(), op=lambda x, y: x)
+        assert comm.allreduce(rank + 1) == size * (size + 1) // 2  # the same tags, next call
+        mine = rank if rank == 0 else Unloadable()
+        if rank == 0:  # the root decodes the others' objects
+            with pytest.raises(RuntimeError, match="refuses to be unpickled"):
+                comm.gather(mine)
+        else:
+            assert comm.gather(mine) is None
+        assert comm.allgather(rank) == list(range(size))
+        return True
+
+    for size in (2, 4):
+        assert all(run_ranks(make_world(size), bad_then_good, timeout=60))

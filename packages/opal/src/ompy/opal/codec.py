@@ -45,6 +45,9 @@ STREAM_OOB_THRESHOLD: Final = 256 * 1024
 
 HEADER: Final = struct.Struct("<IiQ")  # buffers (| STREAM_FIRST), channel tag, stream length
 SIZE: Final = struct.Struct("<Q")
+_HEADER_SIZE: Final = HEADER.size
+_pack_header = HEADER.pack
+_unpack_header = HEADER.unpack_from
 #: Flag in the header's buffer count: the stream is the first out-of-band buffer.
 STREAM_FIRST: Final = 1 << 31
 
@@ -178,10 +181,10 @@ def frame(stream: bytes, buffers: list[memoryview], channel: int) -> memoryview:
 
     An empty ``stream`` with buffers means the stream is the first buffer (a long one).
     """
-    nbufs = len(buffers) | STREAM_FIRST if buffers and not stream else len(buffers)
+    if not buffers:  # the common case: a small object, in one message
+        return memoryview(_pack_header(0, channel, len(stream)) + stream)
+    nbufs = len(buffers) if stream else len(buffers) | STREAM_FIRST
     head = HEADER.pack(nbufs, channel, len(stream))
-    if not buffers:
-        return memoryview(head + stream)
     sizes = b"".join(SIZE.pack(buffer.nbytes) for buffer in buffers)
     return memoryview(b"".join((head, stream, sizes)))
 
@@ -223,12 +226,15 @@ def parse_frame(data: memoryview) -> tuple[memoryview | None, int, list[int]]:
     The stream is None when it travels as the first buffer.  A message without the framing
     (sent with an uppercase method, or truncated) raises :class:`FramingError`.
     """
-    if data.nbytes < HEADER.size:
+    nbytes = data.nbytes
+    if nbytes < _HEADER_SIZE:
         raise FramingError(
-            f"a pickled message of {data.nbytes} bytes is too short for its header; was it sent "
+            f"a pickled message of {nbytes} bytes is too short for its header; was it sent "
             "with an uppercase method (Send) and received with a lowercase one (recv)?"
         )
-    nbufs, channel, length = HEADER.unpack_from(data, 0)
+    nbufs, channel, length = _unpack_header(data)
+    if not nbufs and _HEADER_SIZE + length == nbytes:  # the common case: no buffers
+        return data[_HEADER_SIZE:], channel, []
     first = nbufs & STREAM_FIRST
     nbufs &= ~STREAM_FIRST
     end = HEADER.size + length

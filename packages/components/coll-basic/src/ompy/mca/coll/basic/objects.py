@@ -30,10 +30,14 @@ from ompy.ompi.mca.coll import CollComm, Combine
 from ompy.ompi.mca.coll.base import (
     copy_object,
     encode_object,
+    finish_recv,
     next_tag,
     receive,
     recv_object,
+    recv_stream,
+    send_encoded,
     send_object,
+    wait,
     wait_all,
 )
 
@@ -57,7 +61,7 @@ def bcast(c: CollComm, obj: Any, root: int) -> Any:
     while mask > 0:
         if relative + mask < size:
             encoded = encoded or encode_object(c, obj, tag)  # encoded once for every child
-            sends.append(send_object(c, encoded, (rank + mask) % size, tag))
+            sends.append(send_encoded(c, encoded, (rank + mask) % size, tag))
         mask >>= 1
     wait_all(c, sends)
     return obj
@@ -67,7 +71,7 @@ def gather(c: CollComm, obj: Any, root: int) -> list[Any] | None:
     """Every member's object, in rank order, at the root (``None`` elsewhere)."""
     tag = next_tag(c)
     if c.rank != root:
-        _send(c, obj, root, tag)
+        wait(c, send_object(c, obj, root, tag))
         return None
     receives = {peer: recv_object(c, peer, tag) for peer in range(c.size) if peer != root}
     wait_all(c, list(receives.values()))
@@ -81,11 +85,7 @@ def scatter(c: CollComm, items: Sequence[Any] | None, root: int) -> Any:
         return receive(c, root, tag)
     if items is None:
         raise ValueError("scatter: the root must give a sequence of one object per rank")
-    sends = [
-        send_object(c, encode_object(c, items[peer], tag), peer, tag)
-        for peer in range(c.size)
-        if peer != root
-    ]
+    sends = [send_object(c, items[peer], peer, tag) for peer in range(c.size) if peer != root]
     wait_all(c, sends)
     return copy_object(c, items[root])
 
@@ -102,7 +102,7 @@ def alltoall(c: CollComm, items: Sequence[Any]) -> list[Any]:
     rank, size = c.rank, c.size
     peers = [(rank + step) % size for step in range(1, size)]
     receives = {peer: recv_object(c, peer, tag) for peer in peers}
-    sends = [send_object(c, encode_object(c, items[peer], tag), peer, tag) for peer in peers]
+    sends = [send_object(c, items[peer], peer, tag) for peer in peers]
     wait_all(c, [*receives.values(), *sends])
     return [copy_object(c, items[rank]) if p == rank else receives[p].result for p in range(size)]
 
@@ -115,7 +115,7 @@ def reduce(c: CollComm, obj: Any, op: Combine, root: int) -> Any | None:
     mask = 1
     while mask < size:
         if rank & mask:  # hand the partial result of ranks rank .. rank+mask-1 to the parent
-            _send(c, result, rank - mask, tag)
+            wait(c, send_object(c, result, rank - mask, tag))
             result = None
             break
         if rank + mask < size:
@@ -124,7 +124,7 @@ def reduce(c: CollComm, obj: Any, op: Combine, root: int) -> Any | None:
     if root == 0:
         return _own(c, result, obj) if rank == 0 else None
     if rank == 0:
-        _send(c, result, root, tag)
+        wait(c, send_object(c, result, root, tag))
         return None
     return receive(c, 0, tag) if rank == root else None
 
@@ -138,7 +138,7 @@ def allreduce(c: CollComm, obj: Any, op: Combine) -> Any:
     result = obj
     if rank < 2 * extra:  # fold pairs (even, odd) into the odd rank
         if rank % 2 == 0:
-            _send(c, result, rank + 1, tag)
+            wait(c, send_object(c, result, rank + 1, tag))
             return receive(c, rank + 1, tag)
         result = op(receive(c, rank - 1, tag), result)
         new = rank // 2
@@ -152,7 +152,7 @@ def allreduce(c: CollComm, obj: Any, op: Combine) -> Any:
         result = op(result, theirs) if peer > rank else op(theirs, result)
         mask <<= 1
     if rank < 2 * extra:
-        _send(c, result, rank - 1, tag)
+        wait(c, send_object(c, result, rank - 1, tag))
     return _own(c, result, obj)
 
 
@@ -185,16 +185,15 @@ def _scan(c: CollComm, obj: Any, op: Combine, *, exclusive: bool) -> Any:
     return None if result is None else _own(c, result, obj)
 
 
-def _send(c: CollComm, obj: Any, dest: int, tag: int) -> None:
-    wait_all(c, [send_object(c, encode_object(c, obj, tag), dest, tag)])
-
-
 def _exchange(c: CollComm, obj: Any, peer: int, tag: int) -> Any:
     """Send ``obj`` to ``peer`` and receive its object, both in flight together."""
-    incoming = recv_object(c, peer, tag)
-    outgoing = send_object(c, encode_object(c, obj, tag), peer, tag)
-    wait_all(c, [incoming, outgoing])
-    return incoming.result
+    incoming = recv_stream(c, peer, tag)
+    outgoing = send_object(c, obj, peer, tag)
+    try:
+        theirs = finish_recv(c, incoming)
+    finally:  # the send completes whatever the receive did (a failure leaves no send behind)
+        wait(c, outgoing)
+    return theirs
 
 
 def _own(c: CollComm, result: Any, obj: Any) -> Any:

@@ -40,7 +40,19 @@ from .helpers import (
     send,
     subtree_size,
 )
-from .objects import copy_object, encode_object, receive, recv_object, send_object, wait_all
+from .objects import (
+    Sent,
+    copy_object,
+    encode_object,
+    finish_recv,
+    receive,
+    recv_object,
+    recv_stream,
+    send_encoded,
+    send_object,
+    wait,
+    wait_all,
+)
 from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
 from .select import CollSelection, comm_select, comm_unselect
 from .table import CollTable, Provider, build_table, unselected_table
@@ -55,6 +67,7 @@ __all__ = [
     "CollTable",
     "Provider",
     "Schedule",
+    "Sent",
     "binomial_children",
     "binomial_parent",
     "block_view",
@@ -67,18 +80,22 @@ __all__ = [
     "copy",
     "copy_object",
     "encode_object",
+    "finish_recv",
     "in_flight",
     "next_tag",
     "receive",
     "recv",
     "recv_object",
+    "recv_stream",
     "region",
     "run_schedule",
     "scratch",
     "send",
+    "send_encoded",
     "send_object",
     "start_schedule",
     "subtree_size",
     "unselected_table",
+    "wait",
     "wait_all",
 ]

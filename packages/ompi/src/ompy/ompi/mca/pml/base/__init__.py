@@ -7,6 +7,22 @@ coll components both send and receive objects with it.
 
 from __future__ import annotations
 
-from .objects import ObjectRecv, ObjectSend, StartMessage, send_parts
+from .objects import (
+    ObjectRecv,
+    ObjectSend,
+    StartMessage,
+    finish_object_recv,
+    parse_stream,
+    post_object_recv,
+    send_parts,
+)
 
-__all__ = ["ObjectRecv", "ObjectSend", "StartMessage", "send_parts"]
+__all__ = [
+    "ObjectRecv",
+    "ObjectSend",
+    "StartMessage",
+    "finish_object_recv",
+    "parse_stream",
+    "post_object_recv",
+    "send_parts",
+]

@@ -11,6 +11,11 @@ took): it takes its place in the matching order at once, like any receive (a lat
 the same source and tag cannot overtake it), and the PML allocates the buffer when the message
 matches.  When the stream has arrived (a completion callback), the buffers are received from
 the sender it matched, on the channel the header names.
+
+:class:`ObjectRecv` is that receive as a request (``comm.recv``, ``comm.irecv``, several
+receives in flight together).  :func:`finish_object_recv` is its blocking form for a caller
+that waits for one object at a time (the collectives' steps): it waits on the PML's stream
+request itself, so a small object costs no request object, callback or framing of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ompy.opal.codec import Encoded, FramingError, Pickle, parse_frame
 
 from ....errors import ERR_OTHER
 from ....errors import Exception as MPIException
-from ..interface import PmlComm, PmlMessage, PmlModule, PmlRequest
+from ..interface import PmlComm, PmlMessage, PmlModule, PmlRequest, SizedRecvRequest
 
 if TYPE_CHECKING:
     from ompy.opal.progress import ProgressEngine
@@ -192,15 +197,7 @@ class ObjectRecv:
                 self.cancelled = True
                 self._done = True
                 return
-            if stream.exception is not None:
-                raise stream.exception
-            data = stream.view
-            if data is None:
-                raise MPIException(ERR_OTHER, "the PML completed a sized receive without data")
-            try:
-                self._data, channel, sizes = parse_frame(data)  # keeps the pickle stream only
-            except FramingError as error:
-                raise MPIException(ERR_OTHER, str(error)) from None
+            self._data, channel, sizes = parse_stream(stream)  # keeps the pickle stream only
             self._left = len(sizes)
             pml, comm, source = self.pml, self.comm, stream.source
             for size in sizes:
@@ -249,3 +246,49 @@ def post_object_recv(  # noqa: PLR0917 (the receive's own arguments, and where i
         with engine.lock:
             return ObjectRecv(pml, comm, codec, source, tag, message)
     return ObjectRecv(pml, comm, codec, source, tag, message)
+
+
+def parse_stream(stream: SizedRecvRequest) -> tuple[memoryview | None, int, list[int]]:
+    """The framing of a completed stream receive (:func:`~ompy.opal.codec.parse_frame`).
+
+    The receive's own failure, and a message without the codec's framing, are raised as
+    ``MPI.Exception``.
+    """
+    if stream.exception is not None:
+        raise stream.exception
+    data = stream.view
+    if data is None:
+        raise MPIException(ERR_OTHER, "the PML completed a sized receive without data")
+    try:
+        return parse_frame(data)
+    except FramingError as error:
+        raise MPIException(ERR_OTHER, str(error)) from None
+
+
+def finish_object_recv(
+    pml: PmlModule, comm: PmlComm, codec: Pickle, engine: ProgressEngine, stream: SizedRecvRequest
+) -> Any:
+    """The object of a posted stream receive (``irecv_view(None, ...)``), waiting for it.
+
+    The blocking form of :class:`ObjectRecv` for one object at a time (what the collectives'
+    point-to-point steps receive): no request object, no completion callback, and for a small
+    object (no out-of-band buffers) nothing but the wait and the decoding.  The buffers of a
+    large one are received from the stream's sender on the channel its header names, posted
+    before anything else is waited for, so a peer's sends of them always find their receive.
+    """
+    if not stream.complete:
+        engine.wait_for(stream)
+    data, channel, sizes = parse_stream(stream)
+    if not sizes:
+        return codec.decode(data, [])
+    source = stream.source
+    buffers = [bytearray(size) for size in sizes]
+    parts = [pml.irecv_view(memoryview(buffer), source, channel, comm) for buffer in buffers]
+    for part in parts:
+        if not part.complete:
+            engine.wait_for(part)
+        if part.exception is not None:
+            raise part.exception
+    if data is None:  # the stream came first among the buffers
+        return codec.decode(buffers[0], buffers[1:])
+    return codec.decode(data, buffers)
