@@ -1,7 +1,7 @@
 """Method families made from one definition each keep every member's own face.
 
 ``Bsend``..``Rsend_init``, ``bsend``..``issend`` (``api.families.member``) and the buffer
-collectives with their nonblocking forms (``api.families.collective_pair``) are generated, so
+collectives with their nonblocking forms (``api.families.staged_pair``) are generated, so
 these tests pin what a user sees of them: mpi4py's signature and type hints, the docstring, the
 method name in error messages, and what the call returns.  Getter properties
 (``ompy.ompi.accessors``) are checked the same way.

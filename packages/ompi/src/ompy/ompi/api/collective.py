@@ -34,8 +34,9 @@ from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
-from .families import collective_pair, staged_pair
+from .families import staged_pair
 from .in_place import given, or_in_place
+from .request import Request
 from .staging import Staging, reduction_type
 from .vector_messages import parse_vector_message
 
@@ -44,6 +45,7 @@ class Collectives:
     """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator)."""
 
     __slots__ = ()
+    _c: Communicator | None  # provided by Comm
 
     def _live(self, call: str) -> Communicator:  # provided by Comm
         raise NotImplementedError
@@ -55,15 +57,20 @@ class Collectives:
 
     # -- barrier ---------------------------------------------------------------------------------
 
-    def _barrier_args(self, call: str) -> tuple[Communicator, tuple[Any, ...]]:
-        return self._live(call), ()
+    def Barrier(self) -> None:
+        """Barrier synchronization."""
+        # Written out, as Bcast and Allreduce are: a family's argument packing would cost
+        # a third of a two-process barrier.
+        c = self._c
+        if c is None or c.freed:
+            c = self._live("Comm.Barrier")
+        c.coll.barrier(c)
 
-    Barrier, Ibarrier = collective_pair(
-        _barrier_args,
-        "Comm.Barrier",
-        "Barrier synchronization.",
-        "Nonblocking barrier synchronization.",
-    )
+    def Ibarrier(self) -> Request:
+        """Nonblocking barrier synchronization."""
+        c = self._live("Comm.Ibarrier")
+        return Request._of(c.coll.ibarrier(c), c)
+
     # The lowercase barriers are the uppercase ones: they move no data, pickled or not.
     barrier = Barrier
     ibarrier = Ibarrier
@@ -72,11 +79,13 @@ class Collectives:
 
     def _bcast_args(
         self, call: str, buf: Any, root: int = 0
-    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging | None]:
         c = self._live(call)
         root = _root(root, c, call)
         buf = given(buf, call, "buf")
         spec = parse_buffer(buf, readonly=c.rank == root)
+        if spec.convertor is None and c.pml.raw_views:  # contiguous, one architecture
+            return c, (spec, root), None
         st = _staging(c, call, spec.datatype)
         staged = st.send(spec) if c.rank == root else st.receive(spec, origin=root)
         return c, (staged, root), st
@@ -85,6 +94,9 @@ class Collectives:
         """Broadcast data from one process to all other processes."""
         # Written out, as Allreduce is: a hot call, spared the family's argument packing.
         c, (spec, root), st = self._bcast_args("Comm.Bcast", buf, root)
+        if st is None:
+            c.coll.bcast(c, spec, root)
+            return
         c.coll.bcast(c, spec, root)
         st.finish()
 
@@ -301,11 +313,19 @@ class Collectives:
 
     def _everyone_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
-    ) -> tuple[Communicator, tuple[Any, ...], Staging]:
+    ) -> tuple[Communicator, tuple[Any, ...], Staging | None]:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
+        if (  # the common case, kept short: contiguous predefined data, one architecture
+            recvspec.convertor is None
+            and sendspec.convertor is None
+            and recvspec.datatype.layout.predefined
+            and c.pml.raw_views
+        ):
+            _check_op(c, op, recvspec.datatype)
+            return c, (sendspec, recvspec, op), None
         st = _staging(c, call, recvspec.datatype, reduce=True)
         sendspec = st.send(sendspec, reduce=True)
         # Exscan leaves rank 0's buffer as it was: every stand-in starts with the buffer's data.
@@ -318,6 +338,9 @@ class Collectives:
         c, (sendspec, recvspec, op), st = self._everyone_args(
             "Comm.Allreduce", sendbuf, recvbuf, op
         )
+        if st is None:
+            c.coll.allreduce(c, sendspec, recvspec, op)
+            return
         st.table().allreduce(c, sendspec, recvspec, op)
         st.finish()
 

@@ -14,7 +14,7 @@ A type checker sees ``Bsend`` as ``(buf: Any, dest: int, tag: int = 0) -> None``
 ``inspect.signature`` and ``help`` show the same.  Members cost one call more than the
 definition itself, so the hot calls (``Send``, ``Recv``, ``Isend``, ``Irecv``) are written out.
 
-A collective and its nonblocking form are one family too (:func:`collective_pair`): the same
+A collective and its nonblocking form are one family too (:func:`staged_pair`): the same
 argument rules, the same coll table operation but for the ``i``, a request or not.
 """
 
@@ -53,8 +53,10 @@ def member(
     return method
 
 
-def collective_pair(
-    arguments: Callable[Concatenate[_Self, str, _Params], tuple[Communicator, tuple[Any, ...]]],
+def staged_pair(
+    arguments: Callable[
+        Concatenate[_Self, str, _Params], tuple[Communicator, tuple[Any, ...], Staging | None]
+    ],
     call: str,
     doc: str,
     idoc: str,
@@ -64,43 +66,13 @@ def collective_pair(
     """The collective ``call`` (``"Comm.Gather"``) and its nonblocking form (``Comm.Igather``).
 
     ``arguments(self, call, *arguments)`` checks the call's arguments and returns the
-    communicator and what its coll table operation takes after it; the operation is the method's
-    name in lower case (``gather``, ``igather``), as the coll interface names them.
-    """
-    owner, _, name = call.rpartition(".")
-    operation = name.lower()
-    icall, ioperation = f"{owner}.I{operation}", f"i{operation}"
-
-    def blocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> None:
-        c, table_args = arguments(self, call, *args, **kwargs)
-        getattr(c.coll, operation)(c, *table_args)
-
-    def nonblocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> Request:
-        c, table_args = arguments(self, icall, *args, **kwargs)
-        return Request._of(getattr(c.coll, ioperation)(c, *table_args), c)
-
-    call_parameter = list(inspect.signature(arguments).parameters)[1]
-    _present(blocking, call, doc, arguments, (call_parameter,), returns="None")
-    _present(nonblocking, icall, idoc, arguments, (call_parameter,), returns="Request")
-    return blocking, nonblocking
-
-
-def staged_pair(
-    arguments: Callable[
-        Concatenate[_Self, str, _Params], tuple[Communicator, tuple[Any, ...], Staging]
-    ],
-    call: str,
-    doc: str,
-    idoc: str,
-) -> tuple[
-    Callable[Concatenate[_Self, _Params], None], Callable[Concatenate[_Self, _Params], Request]
-]:
-    """:func:`collective_pair` of a collective that moves typed buffers.
-
-    ``arguments`` also returns the call's :class:`~.staging.Staging` (the contiguous stand-ins
-    of non-contiguous buffers): the operation is taken from its table (the communicator's coll
+    communicator, what its coll table operation takes after it (the operation is the method's
+    name in lower case, ``gather``, ``igather``, as the coll interface names them) and the
+    call's :class:`~.staging.Staging` (the contiguous stand-ins of non-contiguous buffers): the
+    operation is taken from its table (the communicator's coll
     table, or in a heterogeneous job the reductions that convert), and the results are
-    unpacked once the operation completes (at once, or before its request reports it).
+    unpacked once the operation completes (at once, or before its request reports it).  None
+    says the buffers go to the communicator's coll table as they are (the common case).
     """
     owner, _, name = call.rpartition(".")
     operation = name.lower()
@@ -108,11 +80,16 @@ def staged_pair(
 
     def blocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> None:
         c, table_args, staging = arguments(self, call, *args, **kwargs)
+        if staging is None:
+            getattr(c.coll, operation)(c, *table_args)
+            return
         getattr(staging.table(), operation)(c, *table_args)
         staging.finish()
 
     def nonblocking(self: _Self, /, *args: _Params.args, **kwargs: _Params.kwargs) -> Request:
         c, table_args, staging = arguments(self, icall, *args, **kwargs)
+        if staging is None:
+            return Request._of(getattr(c.coll, ioperation)(c, *table_args), c)
         return Request._of(staging.request(getattr(staging.table(), ioperation)(c, *table_args)), c)
 
     call_parameter = list(inspect.signature(arguments).parameters)[1]
