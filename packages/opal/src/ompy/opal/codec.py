@@ -43,8 +43,9 @@ DEFAULT_THRESHOLD: Final = 16 * 1024
 #: behind the header would cost more than the extra message.
 STREAM_OOB_THRESHOLD: Final = 256 * 1024
 
-HEADER: Final = struct.Struct("<IiQ")  # buffers (| STREAM_FIRST), channel tag, stream length
-SIZE: Final = struct.Struct("<Q")
+# Network byte order, as every header on the wire (a peer of another architecture reads it).
+HEADER: Final = struct.Struct("!IiQ")  # buffers (| STREAM_FIRST), channel tag, stream length
+SIZE: Final = struct.Struct("!Q")
 _HEADER_SIZE: Final = HEADER.size
 _pack_header = HEADER.pack
 _unpack_header = HEADER.unpack_from
