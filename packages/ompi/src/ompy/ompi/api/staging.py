@@ -417,6 +417,23 @@ class Staging:
         return StagedRequest(inner, self)
 
 
+class BlockwiseStaging(Staging):
+    """The staging of a call whose blocks each have their own datatype (an alltoallw): every
+    buffer is staged by a :class:`Staging` of its datatype, and the unpacking they owe is done
+    together at completion."""
+
+    __slots__ = ()
+
+    def _single(
+        self, spec: BufferSpec, *, load: bool, output: bool, reduce: bool, origin: int | None
+    ) -> BufferSpec:
+        part = Staging(self.call, self.comm, spec.datatype)
+        staged = part._single(spec, load=load, output=output, reduce=reduce, origin=origin)
+        if part.pending:
+            self._after.append(part.finish)
+        return staged
+
+
 class StagedRequest(CoreRequest):
     """A nonblocking collective whose results are unpacked from stand-ins when it completes.
 
