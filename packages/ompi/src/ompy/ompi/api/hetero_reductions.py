@@ -25,10 +25,11 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from ompy.opal.datatype.convert import convert, packed_size
+from ompy.opal.datatype.convert import packed_size
 from ompy.opal.datatype.convertor import Convertor
 
 from ..datatype.buffer import BufferSpec, VectorBufferSpec
+from ..datatype.conversion import converted
 from ..datatype.predefined import BYTE
 from ..errors import ERR_CONVERSION
 from ..errors import Exception as MPIException
@@ -169,7 +170,7 @@ class HeteroReductions:
         result: memoryview | None = None
         for rank in ranks:
             block = gathered[rank * width : (rank + 1) * width]
-            local = convert(block, signature, staging.arch(rank), memory)
+            local = converted(block, signature, staging.arch(rank), memory, staging.call)
             image = memoryview(bytearray(max(count * datatype.extent, 0)))
             Convertor(description, image, 0, count).unpack(0, local)
             if result is not None:
