@@ -51,7 +51,7 @@ from ompy.opal.datatype.arch import Arch
 from ompy.opal.datatype.convert import packed_size
 from ompy.opal.datatype.convertor import Convertor
 
-from ..completion import CoreRequest
+from ..completion import CoreRequest, chain
 from ..datatype import Datatype
 from ..datatype.buffer import BufferSpec, VectorBufferSpec, spec_of
 from ..datatype.conversion import converted
@@ -444,14 +444,7 @@ class StagedRequest(CoreRequest):
         if inner.complete:
             self._done(inner)
         else:
-            previous = inner.on_complete
-
-            def done(request: Any) -> None:
-                if previous is not None:
-                    previous(request)
-                self._done(request)
-
-            inner.on_complete = done
+            chain(inner, self._done)
 
     def _done(self, inner: Any) -> None:
         self.source, self.tag, self.count = inner.source, inner.tag, inner.count
