@@ -194,10 +194,10 @@ class Constructors:
     ) -> Self:
         """Create a datatype for a subarray of a multidimensional array."""
         call = "Create_subarray"
-        sizes_ = _ints(sizes, "sizes", call)
+        sizes_, subsizes_, starts_ = _per_dimension(
+            call, sizes=sizes, subsizes=subsizes, starts=starts
+        )
         ndims = len(sizes_)
-        subsizes_ = _ints(subsizes, "subsizes", call, ndims)
-        starts_ = _ints(starts, "starts", call, ndims)
         order = _order(order, call)
         for dim, (size, subsize, start) in enumerate(zip(sizes_, subsizes_, starts_, strict=True)):
             if size < 1:
@@ -234,11 +234,10 @@ class Constructors:
         call = "Create_darray"
         size = _int(size, "size", call)
         rank = _int(rank, "rank", call)
-        gsizes_ = _ints(gsizes, "gsizes", call)
+        gsizes_, distribs_, dargs_, psizes_ = _per_dimension(
+            call, gsizes=gsizes, distribs=distribs, dargs=dargs, psizes=psizes
+        )
         ndims = len(gsizes_)
-        distribs_ = _ints(distribs, "distribs", call, ndims)
-        dargs_ = _ints(dargs, "dargs", call, ndims)
-        psizes_ = _ints(psizes, "psizes", call, ndims)
         order = _order(order, call)
         if size < 1:
             _arg_error(call, f"size (processes in the grid) must be at least 1, not {size}")
@@ -422,6 +421,15 @@ def _ints(values: Any, what: str, call: str, length: int | None = None) -> list[
             f"{call}: incompatible array of length {len(numbers)} for {what}, expecting {length}"
         )
     return numbers
+
+
+def _per_dimension(call: str, **arguments: Any) -> list[list[int]]:
+    """The integer sequences a grid constructor takes, one item per dimension: the first gives
+    the number of dimensions, every other must have as many items."""
+    lists: list[list[int]] = []
+    for what, values in arguments.items():
+        lists.append(_ints(values, what, call, len(lists[0]) if lists else None))
+    return lists
 
 
 def _array(values: Any, what: str, call: str, length: int | None = None) -> np.ndarray:
