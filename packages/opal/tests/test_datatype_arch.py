@@ -24,6 +24,7 @@ from ompy.opal.datatype.arch import (
     presented,
     presenting_ranks,
 )
+from ompy.opal.datatype.basic import BASICS
 from ompy.opal.mca.params import ParamValueError, Registry
 from ompy.opal.modex import InMemoryModex, ModexError
 
@@ -47,6 +48,13 @@ def test_local_is_measured_from_this_machine() -> None:
     mantissa = {LongDouble.X87: 63, LongDouble.BINARY128: 112, LongDouble.BINARY64: 52}
     assert np.finfo(np.longdouble).nmant == mantissa[local.long_double]
     assert Arch.local() is local  # measured once
+
+
+def test_local_sizes_are_the_basics_sizes() -> None:
+    # What this process packs is what its architecture says it packs, for every basic.
+    local = Arch.local()
+    for basic in BASICS.values():
+        assert local.size_of(basic) == basic.size, basic
 
 
 def test_external32_is_the_mpi_standard_table() -> None:

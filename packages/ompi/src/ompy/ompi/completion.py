@@ -78,3 +78,19 @@ class CoreRequest:
     def __repr__(self) -> str:
         state = "complete" if self.complete else "pending"
         return f"<{type(self).__name__} {state} source={self.source} tag={self.tag}>"
+
+
+def chain(request: Any, callback: CompletionCallback) -> None:
+    """Have ``callback(request)`` run when ``request`` (not complete yet) completes, after the
+    completion callback it already has, if any: how a layer adds work to an engine's request
+    (release a buffer, unpack a stand-in) without taking its callback away."""
+    previous = request.on_complete
+    if previous is None:
+        request.on_complete = callback
+        return
+
+    def both(done: CoreRequest) -> None:
+        previous(done)
+        callback(done)
+
+    request.on_complete = both

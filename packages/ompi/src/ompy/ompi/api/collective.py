@@ -37,7 +37,7 @@ from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given, or_in_place
 from .request import Request
-from .staging import Staging, reduction_type
+from .staging import BlockwiseStaging, Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
@@ -119,19 +119,8 @@ class Collectives:
             sendspec = _send_spec(sendbuf, call, in_place=False)
             st = _staging(c, call, sendspec.datatype)
             return c, (st.send(sendspec), None, root), st
-        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if call.endswith("v"):
-            recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
-        else:
-            recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
-        sendspec = _send_spec(sendbuf, call, in_place=True)
-        if not sendspec.in_place:
-            _same_size(
-                sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "the root's receive block"
-            )
-        st = _staging(c, call, recvspec.datatype)
-        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
-        return c, (st.send(sendspec), staged, root), st
+        sending, staged, st = _gathering(c, call, sendbuf, recvbuf, "the root's receive block")
+        return c, (sending, staged, root), st
 
     Gather, Igather = staged_pair(
         _gather_args,
@@ -161,10 +150,7 @@ class Collectives:
             st = _staging(c, call, recvspec.datatype)
             return c, (None, st.receive(recvspec, origin=root), root), st
         sendbuf, recvbuf = given(sendbuf, call, "sendbuf"), or_in_place(recvbuf)
-        if call.endswith("v"):
-            sendspec = _vector(sendbuf, c.size, call, "sendbuf")
-        else:
-            sendspec = _blocks(sendbuf, c.size, readonly=True, call=call)
+        sendspec = _per_rank(sendbuf, c.size, call, "sendbuf", readonly=True)
         recvspec = parse_buffer(recvbuf, readonly=False, in_place=True)
         if not recvspec.in_place:
             _same_size(
@@ -192,19 +178,8 @@ class Collectives:
         self, call: str, sendbuf: Any, recvbuf: Any
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
-        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if call.endswith("v"):
-            recvspec = _vector(recvbuf, c.size, call, "recvbuf", readonly=False)
-        else:
-            recvspec = _blocks(recvbuf, c.size, readonly=False, call=call)
-        sendspec = _send_spec(sendbuf, call, in_place=True)
-        if not sendspec.in_place:
-            _same_size(
-                sendspec.nbytes, _block_bytes(recvspec, c.rank), call, "this rank's receive block"
-            )
-        st = _staging(c, call, recvspec.datatype)
-        staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
-        return c, (st.send(sendspec), staged), st
+        sending, staged, st = _gathering(c, call, sendbuf, recvbuf, "this rank's receive block")
+        return c, (sending, staged), st
 
     Allgather, Iallgather = staged_pair(
         _allgather_args,
@@ -227,15 +202,8 @@ class Collectives:
         c = self._live(call)
         size = c.size
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
-        if call.endswith("v"):
-            recvspec = _vector(recvbuf, size, call, "recvbuf", readonly=False)
-            sendspec = _vector(sendbuf, size, call, "sendbuf", in_place=True)
-        else:
-            recvspec = _blocks(recvbuf, size, readonly=False, call=call)
-            if sendbuf is IN_PLACE:
-                sendspec = _vector(IN_PLACE, size, call, "sendbuf", in_place=True)
-            else:
-                sendspec = _blocks(sendbuf, size, readonly=True, call=call)
+        recvspec = _per_rank(recvbuf, size, call, "recvbuf", readonly=False)
+        sendspec = _per_rank(sendbuf, size, call, "sendbuf", readonly=True, in_place=True)
         if not sendspec.in_place:
             _same_size(
                 _block_bytes(sendspec, c.rank),
@@ -266,7 +234,7 @@ class Collectives:
         c = self._live(call)
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspecs = _w_specs(recvbuf, c.size, readonly=False, call=call)
-        st = _Stagings(call, c)  # one staging per block: each has its own datatype
+        st = BlockwiseStaging(call, c)  # each block has its own datatype
         if sendbuf is IN_PLACE:
             staged = tuple(
                 st.receive(spec, load=True, origin=peer) for peer, spec in enumerate(recvspecs)
@@ -527,13 +495,34 @@ def _send_spec(sendbuf: Any, call: str, *, in_place: bool) -> BufferSpec:
     return parse_buffer(sendbuf, in_place=in_place)
 
 
-def _vector(
-    msg: Any, size: int, call: str, what: str, *, readonly: bool = True, in_place: bool = False
+def _per_rank(
+    msg: Any, size: int, call: str, what: str, *, readonly: bool, in_place: bool = False
 ) -> VectorBufferSpec:
-    """A vector message, read as mpi4py reads it (:mod:`.vector_messages`)."""
-    return parse_vector_message(
-        msg, size, call=call, what=what, readonly=readonly, in_place=in_place
-    )
+    """A message of one block per rank: a vector message for the ``v`` forms (and
+    ``MPI.IN_PLACE`` where ``in_place`` allows it; read as mpi4py reads it, see
+    :mod:`.vector_messages`), else ``size`` equal blocks."""
+    if call.endswith("v") or (in_place and msg is IN_PLACE):
+        return parse_vector_message(
+            msg, size, call=call, what=what, readonly=readonly, in_place=in_place
+        )
+    return _blocks(msg, size, readonly=readonly, call=call)
+
+
+def _gathering(
+    c: Communicator, call: str, sendbuf: Any, recvbuf: Any, where: str
+) -> tuple[BufferSpec, VectorBufferSpec | None, Staging]:
+    """The buffers of a member that receives every rank's block (a gather's root, every
+    member of an allgather): its send stand-in, the stand-in of the receive blocks and the
+    staging.  Its own block comes from the send buffer, or is already in place
+    (``MPI.IN_PLACE``), so the stand-in of the receive blocks starts with their data then."""
+    recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
+    recvspec = _per_rank(recvbuf, c.size, call, "recvbuf", readonly=False)
+    sendspec = _send_spec(sendbuf, call, in_place=True)
+    if not sendspec.in_place:
+        _same_size(sendspec.nbytes, _block_bytes(recvspec, c.rank), call, where)
+    st = _staging(c, call, recvspec.datatype)
+    staged = st.blocks(recvspec, output=True, load=sendspec.in_place, origins=range(c.size))
+    return st.send(sendspec), staged, st
 
 
 def _check_op(c: Communicator, op: Any, datatype: Datatype) -> None:
@@ -580,33 +569,6 @@ def _staging(
 ) -> Staging:
     """The stand-ins of one call (:mod:`.staging`)."""
     return Staging(call, c, datatype, reduction=reduce)
-
-
-class _Stagings(Staging):
-    """The staging of an alltoallw: each block has its own datatype, so its own staging; the
-    unpacking owed by every block's is done together."""
-
-    __slots__ = ()
-
-    def __init__(self, call: str, comm: Communicator) -> None:
-        super().__init__(call, comm)
-
-    def send(self, spec: BufferSpec, *, reduce: bool = False) -> BufferSpec:
-        return _staging(self.comm, self.call, spec.datatype).send(spec, reduce=reduce)
-
-    def receive(
-        self,
-        spec: BufferSpec,
-        *,
-        reduce: bool = False,
-        load: bool = False,
-        origin: int | None = None,
-    ) -> BufferSpec:
-        part = _staging(self.comm, self.call, spec.datatype)
-        staged = part.receive(spec, reduce=reduce, load=load, origin=origin)
-        if part.pending:
-            self._after.append(part.finish)
-        return staged
 
 
 def _per(c: Communicator, call: str, spec: BufferSpec) -> int:

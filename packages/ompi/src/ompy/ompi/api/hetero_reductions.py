@@ -22,17 +22,51 @@ its data: correctness whatever the algorithm, at a price only heterogeneous jobs
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ompy.opal.datatype.convert import convert, packed_size
+from ompy.opal.datatype.convert import packed_size
 from ompy.opal.datatype.convertor import Convertor
 
 from ..datatype.buffer import BufferSpec, VectorBufferSpec
+from ..datatype.conversion import converted
 from ..datatype.predefined import BYTE
 from ..errors import ERR_CONVERSION
 from ..errors import Exception as MPIException
 from .staging import Staging
+
+
+def _everyone(rank: int, size: int) -> range:
+    return range(size)
+
+
+def _inclusive(rank: int, size: int) -> range:
+    return range(rank + 1)
+
+
+def _exclusive(rank: int, size: int) -> range:
+    return range(rank)
+
+
+Keep = Callable[[int, int], range]
+"""Which ranks' contributions member ``rank`` of ``size`` reduces: ``keep(rank, size)``."""
+
+
+def _forms(keep: Keep) -> tuple[Callable[..., None], Callable[..., Any]]:
+    """The blocking and the nonblocking method of a reduction whose every member gets the
+    result of the contributions ``keep`` names (allreduce, scan, exscan)."""
+
+    def blocking(
+        self: HeteroReductions, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any
+    ) -> None:
+        self._start(comm, send, recv, op, keep=keep)
+
+    def nonblocking(
+        self: HeteroReductions, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any
+    ) -> Any:
+        return self._start(comm, send, recv, op, keep=keep, blocking=False)
+
+    return blocking, nonblocking
 
 
 class HeteroReductions:
@@ -56,23 +90,11 @@ class HeteroReductions:
         keep = _everyone if comm.rank == root else None
         return self._start(comm, send, recv, op, keep=keep, blocking=False)
 
-    def allreduce(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> None:
-        self._start(comm, send, recv, op, keep=_everyone)
-
-    def iallreduce(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> Any:
-        return self._start(comm, send, recv, op, keep=_everyone, blocking=False)
-
-    def scan(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> None:
-        self._start(comm, send, recv, op, keep=_inclusive)
-
-    def iscan(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> Any:
-        return self._start(comm, send, recv, op, keep=_inclusive, blocking=False)
-
-    def exscan(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> None:
-        self._start(comm, send, recv, op, keep=_exclusive)
-
-    def iexscan(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> Any:
-        return self._start(comm, send, recv, op, keep=_exclusive, blocking=False)
+    # Every member keeps a result: the blocking and nonblocking forms differ only in which
+    # contributions each rank keeps (_forms).
+    allreduce, iallreduce = _forms(_everyone)
+    scan, iscan = _forms(_inclusive)
+    exscan, iexscan = _forms(_exclusive)
 
     def reduce_scatter_block(self, comm: Any, send: BufferSpec, recv: BufferSpec, op: Any) -> None:
         counts = (recv.count,) * comm.size
@@ -102,7 +124,7 @@ class HeteroReductions:
         send: BufferSpec,
         recv: BufferSpec | None,
         op: Any,
-        keep: Any,
+        keep: Keep | None,
         counts: tuple[int, ...] | None = None,
         *,
         blocking: bool = True,
@@ -169,7 +191,7 @@ class HeteroReductions:
         result: memoryview | None = None
         for rank in ranks:
             block = gathered[rank * width : (rank + 1) * width]
-            local = convert(block, signature, staging.arch(rank), memory)
+            local = converted(block, signature, staging.arch(rank), memory, staging.call)
             image = memoryview(bytearray(max(count * datatype.extent, 0)))
             Convertor(description, image, 0, count).unpack(0, local)
             if result is not None:
@@ -184,15 +206,3 @@ class HeteroReductions:
             recv.convertor.unpack(0, packed)
         else:
             recv.view[: packed.nbytes] = packed
-
-
-def _everyone(rank: int, size: int) -> range:
-    return range(size)
-
-
-def _inclusive(rank: int, size: int) -> range:
-    return range(rank + 1)
-
-
-def _exclusive(rank: int, size: int) -> range:
-    return range(rank)

@@ -48,12 +48,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ompy.opal.datatype.arch import Arch
-from ompy.opal.datatype.convert import convert, packed_size
+from ompy.opal.datatype.convert import packed_size
 from ompy.opal.datatype.convertor import Convertor
 
-from ..completion import CoreRequest
+from ..completion import CoreRequest, chain
 from ..datatype import Datatype
 from ..datatype.buffer import BufferSpec, VectorBufferSpec, spec_of
+from ..datatype.conversion import converted
 from ..datatype.predefined import BY_KEY, BYTE, PACKED
 from ..errors import ERR_CONVERSION, ERR_OP, ERR_TYPE
 from ..errors import Exception as MPIException
@@ -283,23 +284,16 @@ class Staging:
     def _outgoing(self, packed: memoryview, signature: Any) -> memoryview:
         """This member's packed data in the representation it published."""
         assert self.archs is not None
-        try:
-            wire = convert(packed, signature, self.archs.memory, self.archs.published)
-        except ValueError as error:
-            raise MPIException(ERR_CONVERSION, f"{self.call}: {error}") from None
-        return wire.cast("B") if wire.ndim != 1 or wire.format != "B" else wire
+        return converted(packed, signature, self.archs.memory, self.archs.published, self.call)
 
     def _deliver(self, staged: memoryview, signature: Any, source: Arch, spec: BufferSpec) -> None:
         """Convert a block from its origin's representation and put it in the buffer."""
         assert self.archs is not None
-        try:
-            local = convert(staged, signature, source, self.archs.memory)
-        except ValueError as error:
-            raise MPIException(ERR_CONVERSION, f"{self.call}: {error}") from None
+        local = converted(staged, signature, source, self.archs.memory, self.call)
         if spec.convertor is not None:
             spec.convertor.unpack(0, local)
         elif spec.view.nbytes:
-            spec.view[:] = local.cast("B") if local.ndim != 1 or local.format != "B" else local
+            spec.view[:] = local
 
     def _element_bytes(self, spec: VectorBufferSpec, origins: Any) -> int:
         """Bytes of one element in the origins' representations (they must agree)."""
@@ -417,6 +411,23 @@ class Staging:
         return StagedRequest(inner, self)
 
 
+class BlockwiseStaging(Staging):
+    """The staging of a call whose blocks each have their own datatype (an alltoallw): every
+    buffer is staged by a :class:`Staging` of its datatype, and the unpacking they owe is done
+    together at completion."""
+
+    __slots__ = ()
+
+    def _single(
+        self, spec: BufferSpec, *, load: bool, output: bool, reduce: bool, origin: int | None
+    ) -> BufferSpec:
+        part = Staging(self.call, self.comm, spec.datatype)
+        staged = part._single(spec, load=load, output=output, reduce=reduce, origin=origin)
+        if part.pending:
+            self._after.append(part.finish)
+        return staged
+
+
 class StagedRequest(CoreRequest):
     """A nonblocking collective whose results are unpacked from stand-ins when it completes.
 
@@ -433,14 +444,7 @@ class StagedRequest(CoreRequest):
         if inner.complete:
             self._done(inner)
         else:
-            previous = inner.on_complete
-
-            def done(request: Any) -> None:
-                if previous is not None:
-                    previous(request)
-                self._done(request)
-
-            inner.on_complete = done
+            chain(inner, self._done)
 
     def _done(self, inner: Any) -> None:
         self.source, self.tag, self.count = inner.source, inner.tag, inner.count

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..completion import CoreRequest
+from ..completion import CoreRequest, chain
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import BufferSpec
 from ..errors import SUCCESS
@@ -88,14 +88,7 @@ def start_bsend(comm: Communicator, spec: BufferSpec, dest: int, tag: int, call:
         if inner.complete:
             pool.release(reservation)
         else:
-            previous = inner.on_complete
-
-            def release(request: CoreRequest) -> None:
-                if previous is not None:
-                    previous(request)
-                pool.release(reservation)
-
-            inner.on_complete = release
+            chain(inner, lambda _request: pool.release(reservation))
     return done_request()
 
 

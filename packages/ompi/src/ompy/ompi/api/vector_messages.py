@@ -24,7 +24,6 @@ anything moves, with an error that names the call, the argument and what is wron
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from ..datatype.buffer import VectorBufferSpec, export_buffer, usable_layout
 from ..datatype.predefined import BYTE
 from ..errors import ERR_COUNT, ERR_TYPE
 from ..errors import Exception as MPIException
+from .checks import as_int
 
 _EMPTY = memoryview(b"")
 _FORMS = (
@@ -179,7 +179,7 @@ def _counts(spec: Any, blocks: int, total: int, where: str) -> tuple[int, ...]:
     if spec is None:
         return even_split(total, blocks)
     if _is_int(spec):
-        count = _int(spec, f"{where}: counts")
+        count = as_int(spec, f"{where}: counts")
         if count < 0:
             raise MPIException(ERR_COUNT, f"{where}: the count must not be negative, got {count}")
         return (count,) * blocks
@@ -201,7 +201,7 @@ def _displs(spec: Any, counts: tuple[int, ...], where: str) -> tuple[int, ...]:
             running += count
         return tuple(starts)
     if _is_int(spec):
-        stride = _int(spec, f"{where}: displacements")
+        stride = as_int(spec, f"{where}: displacements")
         displs = tuple(rank * stride for rank in range(blocks))
     else:
         displs = _ints(spec, blocks, f"{where}: displacements", "displacements")
@@ -218,22 +218,13 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def _int(value: Any, where: str) -> int:
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{where}: expecting an int, not {type(value).__name__} {value!r}"
-        ) from None
-
-
 def _ints(spec: Any, blocks: int, where: str, name: str) -> tuple[int, ...]:
     if isinstance(spec, str | bytes | float) or not hasattr(spec, "__iter__"):
         raise TypeError(
             f"{where}: expecting an int or a sequence of {blocks} ints (one per rank), not "
             f"{type(spec).__name__} {spec!r}"
         )
-    values = tuple(_int(value, where) for value in spec)
+    values = tuple(as_int(value, where) for value in spec)
     if len(values) != blocks:
         raise ValueError(f"{where}: expecting {blocks} {name} (one per rank), got {len(values)}")
     return values

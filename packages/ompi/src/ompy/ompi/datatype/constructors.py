@@ -83,84 +83,76 @@ class Constructors:
             description, Envelope(COMBINER_CONTIGUOUS, counts=(count,), datatypes=(self._kept(),))
         )
 
+    # Each of vector, indexed and indexed_block comes in two forms that differ only in the
+    # unit of their strides or displacements: extents of this datatype, or bytes (``h``).
+
     def Create_vector(self, count: int, blocklength: int, stride: int) -> Self:
         """Create a vector (strided) datatype."""
-        call = "Create_vector"
-        count = _count(count, "count", call)
-        blocklength = _length(blocklength, "blocklength", call)
-        stride = _int(stride, "stride", call)
-        layout = self.layout
-        description = layout.description.hvector(count, blocklength, stride * layout.extent)
-        envelope = Envelope(
-            COMBINER_VECTOR, counts=(count, blocklength, stride), datatypes=(self._kept(),)
-        )
-        return self._derive(description, envelope)
+        call, extent = "Create_vector", self.layout.extent
+        return self._vector(call, COMBINER_VECTOR, count, blocklength, stride, extent)
 
     def Create_hvector(self, count: int, blocklength: int, stride: int) -> Self:
         """Create a vector (strided) datatype with stride in bytes."""
-        call = "Create_hvector"
-        count = _count(count, "count", call)
-        blocklength = _length(blocklength, "blocklength", call)
-        stride = _int(stride, "stride", call)
-        description = self.layout.description.hvector(count, blocklength, stride)
-        envelope = Envelope(
-            COMBINER_HVECTOR, counts=(count, blocklength, stride), datatypes=(self._kept(),)
-        )
-        return self._derive(description, envelope)
+        return self._vector("Create_hvector", COMBINER_HVECTOR, count, blocklength, stride, 1)
 
     def Create_indexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> Self:
         """Create an indexed datatype."""
-        call = "Create_indexed"
-        lengths = _lengths(blocklengths, "blocklengths", call)
-        displs = _array(displacements, "displacements", call, len(lengths))
-        layout = self.layout
-        description = layout.description.hindexed(lengths, displs * layout.extent)
-        envelope = Envelope(
-            COMBINER_INDEXED,
-            counts=_counts(len(lengths), lengths, displs),
-            datatypes=(self._kept(),),
-        )
-        return self._derive(description, envelope)
+        call, extent = "Create_indexed", self.layout.extent
+        return self._indexed(call, COMBINER_INDEXED, blocklengths, displacements, extent)
 
     def Create_hindexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> Self:
         """Create an indexed datatype (displacements in bytes)."""
         call = "Create_hindexed"
-        lengths = _lengths(blocklengths, "blocklengths", call)
-        displs = _array(displacements, "displacements", call, len(lengths))
-        description = self.layout.description.hindexed(lengths, displs)
-        envelope = Envelope(
-            COMBINER_HINDEXED,
-            counts=_counts(len(lengths), lengths, displs),
-            datatypes=(self._kept(),),
-        )
-        return self._derive(description, envelope)
+        return self._indexed(call, COMBINER_HINDEXED, blocklengths, displacements, 1)
 
     def Create_indexed_block(self, blocklength: int, displacements: Sequence[int]) -> Self:
         """Create an indexed datatype with constant-sized blocks."""
-        call = "Create_indexed_block"
-        blocklength = _length(blocklength, "blocklength", call)
-        displs = _array(displacements, "displacements", call)
-        layout = self.layout
-        description = layout.description.hindexed_block(blocklength, displs * layout.extent)
-        envelope = Envelope(
-            COMBINER_INDEXED_BLOCK,
-            counts=_counts(len(displs), [blocklength], displs),
-            datatypes=(self._kept(),),
-        )
-        return self._derive(description, envelope)
+        call, extent = "Create_indexed_block", self.layout.extent
+        return self._indexed_block(call, COMBINER_INDEXED_BLOCK, blocklength, displacements, extent)
 
     def Create_hindexed_block(self, blocklength: int, displacements: Sequence[int]) -> Self:
         """Create an indexed datatype with constant-sized blocks (displacements in bytes)."""
         call = "Create_hindexed_block"
+        return self._indexed_block(call, COMBINER_HINDEXED_BLOCK, blocklength, displacements, 1)
+
+    def _vector(  # noqa: PLR0917 (the constructor's arguments, plus what tells the forms apart)
+        self, call: str, combiner: int, count: int, blocklength: int, stride: int, unit: int
+    ) -> Self:
+        count = _count(count, "count", call)
+        blocklength = _length(blocklength, "blocklength", call)
+        stride = _int(stride, "stride", call)
+        description = self.layout.description.hvector(count, blocklength, stride * unit)
+        counts = (count, blocklength, stride)
+        return self._derive(
+            description, Envelope(combiner, counts=counts, datatypes=(self._kept(),))
+        )
+
+    def _indexed(
+        self,
+        call: str,
+        combiner: int,
+        blocklengths: Sequence[int],
+        displacements: Sequence[int],
+        unit: int,
+    ) -> Self:
+        lengths = _lengths(blocklengths, "blocklengths", call)
+        displs = _array(displacements, "displacements", call, len(lengths))
+        description = self.layout.description.hindexed(lengths, displs * unit)
+        counts = _counts(len(lengths), lengths, displs)
+        return self._derive(
+            description, Envelope(combiner, counts=counts, datatypes=(self._kept(),))
+        )
+
+    def _indexed_block(
+        self, call: str, combiner: int, blocklength: int, displacements: Sequence[int], unit: int
+    ) -> Self:
         blocklength = _length(blocklength, "blocklength", call)
         displs = _array(displacements, "displacements", call)
-        description = self.layout.description.hindexed_block(blocklength, displs)
-        envelope = Envelope(
-            COMBINER_HINDEXED_BLOCK,
-            counts=_counts(len(displs), [blocklength], displs),
-            datatypes=(self._kept(),),
+        description = self.layout.description.hindexed_block(blocklength, displs * unit)
+        counts = _counts(len(displs), [blocklength], displs)
+        return self._derive(
+            description, Envelope(combiner, counts=counts, datatypes=(self._kept(),))
         )
-        return self._derive(description, envelope)
 
     @classmethod
     def Create_struct(
@@ -202,10 +194,10 @@ class Constructors:
     ) -> Self:
         """Create a datatype for a subarray of a multidimensional array."""
         call = "Create_subarray"
-        sizes_ = _ints(sizes, "sizes", call)
+        sizes_, subsizes_, starts_ = _per_dimension(
+            call, sizes=sizes, subsizes=subsizes, starts=starts
+        )
         ndims = len(sizes_)
-        subsizes_ = _ints(subsizes, "subsizes", call, ndims)
-        starts_ = _ints(starts, "starts", call, ndims)
         order = _order(order, call)
         for dim, (size, subsize, start) in enumerate(zip(sizes_, subsizes_, starts_, strict=True)):
             if size < 1:
@@ -242,11 +234,10 @@ class Constructors:
         call = "Create_darray"
         size = _int(size, "size", call)
         rank = _int(rank, "rank", call)
-        gsizes_ = _ints(gsizes, "gsizes", call)
+        gsizes_, distribs_, dargs_, psizes_ = _per_dimension(
+            call, gsizes=gsizes, distribs=distribs, dargs=dargs, psizes=psizes
+        )
         ndims = len(gsizes_)
-        distribs_ = _ints(distribs, "distribs", call, ndims)
-        dargs_ = _ints(dargs, "dargs", call, ndims)
-        psizes_ = _ints(psizes, "psizes", call, ndims)
         order = _order(order, call)
         if size < 1:
             _arg_error(call, f"size (processes in the grid) must be at least 1, not {size}")
@@ -430,6 +421,15 @@ def _ints(values: Any, what: str, call: str, length: int | None = None) -> list[
             f"{call}: incompatible array of length {len(numbers)} for {what}, expecting {length}"
         )
     return numbers
+
+
+def _per_dimension(call: str, **arguments: Any) -> list[list[int]]:
+    """The integer sequences a grid constructor takes, one item per dimension: the first gives
+    the number of dimensions, every other must have as many items."""
+    lists: list[list[int]] = []
+    for what, values in arguments.items():
+        lists.append(_ints(values, what, call, len(lists[0]) if lists else None))
+    return lists
 
 
 def _array(values: Any, what: str, call: str, length: int | None = None) -> np.ndarray:

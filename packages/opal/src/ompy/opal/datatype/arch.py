@@ -6,8 +6,8 @@ MPI's *external32*), and the format of ``long double`` (x87 80-bit extended padd
 IEEE binary128, or plain binary64).  An :class:`Arch` records exactly those facts, nothing
 about MPI: it is what Open MPI's ``proc_arch`` bit mask is, as a value.
 
-- :meth:`Arch.local` measures this process (``sys.byteorder``, ``ctypes`` sizes, numpy's
-  ``finfo`` of ``longdouble``);
+- :meth:`Arch.local` measures this process (``sys.byteorder``, the sizes of its basics in
+  :data:`~ompy.opal.datatype.basic.BASICS`, numpy's ``finfo`` of ``longdouble``);
 - :data:`EXTERNAL32` is MPI's portable representation (MPI 4.1, section 14.5.2: big-endian,
   the fixed sizes of its table: ``long`` 4, ``long double`` 16 as binary128, ``wchar_t`` 2,
   ``_Bool`` 1, ``MPI_AINT``/``MPI_OFFSET``/``MPI_COUNT`` 8, Fortran ``INTEGER``/``REAL``/
@@ -28,19 +28,18 @@ error, so a new predefined type cannot silently travel with the wrong size.
 
 from __future__ import annotations
 
-import ctypes
 import enum
 import functools
 import re
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import attrs
 import numpy as np
 
 from ..mca.params import ParamType, ParamValueError, Registry
+from .basic import BASICS
 
 #: The modex key under which every process publishes :meth:`Arch.encode`.
 MODEX_KEY: Final = "opal.arch"
@@ -311,27 +310,15 @@ def _long_double_format() -> LongDouble:
 
 @functools.cache
 def _local() -> Arch:
-    sizeof: Callable[[Any], int] = ctypes.sizeof
-    return Arch(
-        byteorder=sys.byteorder,
-        long_double=_long_double_format(),
-        c_short=sizeof(ctypes.c_short),
-        c_int=sizeof(ctypes.c_int),
-        c_long=sizeof(ctypes.c_long),
-        c_longlong=sizeof(ctypes.c_longlong),
-        c_float=sizeof(ctypes.c_float),
-        c_double=sizeof(ctypes.c_double),
-        c_longdouble=np.dtype(np.longdouble).itemsize,
-        c_bool=sizeof(ctypes.c_bool),
-        c_wchar=sizeof(ctypes.c_wchar),
-        aint=sizeof(ctypes.c_void_p),
-        offset=8,
-        count=8,
-        f_integer=4,
-        f_real=4,
-        f_double_precision=8,
-        f_logical=4,
-    )
+    # Read from the basics' own sizes (numpy's, that is the C compiler's, and ompy's Fortran
+    # mapping): the local architecture must describe exactly what this process's packed
+    # streams hold.
+    sizes = {
+        field: BASICS[name].size
+        for name, (field, parts) in VARIABLE_TYPES.items()
+        if parts == 1 and name in BASICS
+    }
+    return Arch(byteorder=sys.byteorder, long_double=_long_double_format(), **sizes)
 
 
 #: MPI's external32 representation (MPI 4.1 section 14.5.2, its table of sizes).

@@ -115,7 +115,8 @@ def convert(
     """The packed stream ``data`` of ``signature``, written by ``source``, as ``target`` writes
     it.  ``data`` must hold exactly the signature's bytes in ``source``.  When no element
     differs between the two, ``data`` itself comes back (no copy); otherwise a new writable
-    buffer.  ``ValueError`` (naming the type) for a value or a format the target cannot hold.
+    buffer; either way as a flat view of unsigned bytes (format ``"B"``).  ``ValueError``
+    (naming the type) for a value or a format the target cannot hold.
     """
     runs = _check_runs(signature)
     basics: dict[Any, int] = {}
@@ -220,8 +221,9 @@ def convert_runs(
 
 
 def _byte_view(data: memoryview | bytes | bytearray) -> memoryview:
+    """``data`` as a flat view of unsigned bytes (what every conversion returns, too)."""
     view = memoryview(data)
-    if view.ndim != 1 or view.itemsize != 1:
+    if view.ndim != 1 or view.format != "B":
         view = view.cast("B")
     return view
 

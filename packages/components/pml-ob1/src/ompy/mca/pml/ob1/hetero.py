@@ -25,11 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from ompy.ompi.completion import CoreRequest
+from ompy.ompi.datatype.conversion import converted
 from ompy.ompi.datatype.predefined import BYTE, PACKED
-from ompy.ompi.errors import ERR_CONVERSION, ERR_TRUNCATE, ERR_TYPE
+from ompy.ompi.errors import ERR_TRUNCATE, ERR_TYPE
 from ompy.ompi.errors import Exception as MPIException
 from ompy.opal.datatype.arch import Arch, PeerArchs
-from ompy.opal.datatype.convert import convert, packed_size, whole_elements
+from ompy.opal.datatype.convert import packed_size, whole_elements
 
 
 def typed(spec: Any) -> bool:
@@ -45,17 +46,14 @@ def signature(spec: Any) -> list[Any]:
 
 def wire_stream(spec: Any, archs: PeerArchs, outgoing: Arch) -> memoryview:
     """``spec``'s packed stream as this process's published architecture represents it."""
-    try:
-        wire = convert(spec.packed(), signature(spec), archs.memory, outgoing)
-    except ValueError as error:
-        raise MPIException(
-            ERR_CONVERSION,
-            f"cannot send {spec.count} x {spec.datatype.Get_name()} in the published "
-            f"representation ({outgoing}): {error}",
-        ) from None
-    if wire.format != "B" or wire.ndim != 1:
-        wire = wire.cast("B")
-    return wire
+    return converted(
+        spec.packed(),
+        signature(spec),
+        archs.memory,
+        outgoing,
+        f"cannot send {spec.count} x {spec.datatype.Get_name()} in the published "
+        f"representation ({outgoing})",
+    )
 
 
 class ConvertedRecv(CoreRequest):
@@ -121,16 +119,14 @@ class ConvertedRecv(CoreRequest):
                     f"ends inside an element of {spec.datatype.Get_name()} as its "
                     f"{source.byteorder}-endian sender represents it: the datatypes do not match",
                 )
-            try:
-                local = convert(data, runs, source, self.archs.memory)
-            except ValueError as error:
-                raise MPIException(
-                    ERR_CONVERSION,
-                    f"a message from rank {self.source} (tag {self.tag}) cannot be represented "
-                    f"here as {spec.datatype.Get_name()}: {error}",
-                ) from None
-        if local.format != "B" or local.ndim != 1:
-            local = local.cast("B")
+            local = converted(
+                data,
+                runs,
+                source,
+                self.archs.memory,
+                f"a message from rank {self.source} (tag {self.tag}) cannot be represented "
+                f"here as {spec.datatype.Get_name()}",
+            )
         count = len(local)
         if spec.convertor is not None:
             spec.convertor.unpack(0, local)

@@ -20,6 +20,7 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from ompy.ompi.constants import ANY_SOURCE
@@ -191,7 +192,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             )
         convertor = spec.convertor
         if convertor is not None:
-            return self._isend_packed(convertor, dest, tag, comm, mode)
+            return self.isend_view(convertor, dest, tag, comm, mode)
         data = spec.view
         if data.format != "B" or data.ndim != 1:
             data = data.cast("B")
@@ -205,10 +206,8 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         the caller to wait on.  ``data`` is a flat byte view.
         """
         state = comm.pml_state
-        if state is None:
-            raise self._not_added(comm)
-        if not 0 <= dest < state.size:
-            raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
+        if state is None or not 0 <= dest < state.size:
+            raise self._bad_rank(comm, dest, "destination")
         peer = state.endpoints[dest]
         btl = peer.eager_single
         if btl is not None and len(data) + _MATCH_SIZE <= btl.eager_limit:
@@ -225,14 +224,19 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         return self.isend_view(data, dest, tag, comm, _STANDARD)
 
     def isend_view(
-        self, data: memoryview, dest: int, tag: int, comm: Any, mode: SendMode
+        self, data: memoryview | Convertor, dest: int, tag: int, comm: Any, mode: SendMode
     ) -> SendRequest:
-        """:meth:`isend` of a flat byte view (the API passes views, not buffer specs)."""
+        """:meth:`isend` of a flat byte view (the API passes views, not buffer specs), or of
+        the convertor of a non-contiguous layout: its packed stream, packed as it leaves.
+
+        The protocols are the same for both: an eager message (a packed one is packed into
+        the descriptor, :meth:`_eager_packed`), a rendezvous (a packed one packs its
+        fragments at their positions, never RGET, which needs contiguous memory), or a long
+        send to this process (:meth:`_send_to_self`).
+        """
         state = comm.pml_state
-        if state is None:
-            raise self._not_added(comm)
-        if not 0 <= dest < state.size:
-            raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
+        if state is None or not 0 <= dest < state.size:
+            raise self._bad_rank(comm, dest, "destination")
         peer = state.endpoints[dest]
         seqs = state.send_seq  # the matching state's list: next_send_sequence(), inlined
         seq = seqs[dest]
@@ -240,71 +244,50 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         seqs[dest] = (seq + 1) & _SEQ_MASK
         btl = peer.eager_single or peer.next_eager()
         try:
-            if mode is not _SYNCHRONOUS and len(data) + _MATCH_SIZE <= btl.eager_limit:
-                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
-                if btl.sendi(btl.endpoint, header, data, TYPE_MATCH) or self._send_buffer(
-                    btl, header, data, TYPE_MATCH
-                ):
-                    request.count = len(data)
-                    request.complete = True  # finish(), inlined: nothing can wait on it yet
-                else:
-                    self._pending.append(
-                        lambda: self._retry_eager(request, btl, header, data, TYPE_MATCH)
-                    )
-                return request
-            if peer is self._self_peer and mode is not _SYNCHRONOUS:
-                return self._send_to_self(request, btl, seq, state, tag)
+            if mode is not _SYNCHRONOUS:
+                if data.__class__ is memoryview:  # a view (told without a call): as short as before
+                    if len(data) + _MATCH_SIZE <= btl.eager_limit:
+                        header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+                        if btl.sendi(btl.endpoint, header, data, TYPE_MATCH) or self._send_buffer(
+                            btl, header, data, TYPE_MATCH
+                        ):
+                            request.count = len(data)
+                            request.complete = True  # finish(), inlined: nothing waits on it yet
+                        else:
+                            self._pending.append(
+                                lambda: self._retry_eager(request, btl, header, data, TYPE_MATCH)
+                            )
+                        return request
+                elif data.packed_size + _MATCH_SIZE <= btl.eager_limit:
+                    return self._eager_packed(request, btl, seq, state, tag)
+                if peer is self._self_peer:
+                    return self._send_to_self(request, btl, seq, state, tag)
             return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
         except BtlError as error:
             self._sends.pop(request.id, None)
             self._deregister(request)
             raise self._unreachable(dest, peer, error) from error
 
-    def _isend_packed(
-        self, convertor: Convertor, dest: int, tag: int, comm: Any, mode: SendMode
+    def _eager_packed(
+        self, request: SendRequest, btl: Any, seq: int, state: CommState, tag: int
     ) -> SendRequest:
-        """:meth:`isend` of a non-contiguous layout: its packed stream, packed as it leaves.
-
-        The same protocols as :meth:`isend_view`: an eager message is packed into the
-        descriptor, a rendezvous packs its fragments at their positions (never RGET, which
-        needs contiguous memory), a long send to this process packs one private copy.
-        """
-        state = comm.pml_state
-        if state is None:
-            raise self._not_added(comm)
-        if not 0 <= dest < state.size:
-            raise MPIException(ERR_RANK, f"destination {dest} is not in 0..{state.size - 1}")
-        peer = state.endpoints[dest]
-        seqs = state.send_seq
-        seq = seqs[dest]
-        request = SendRequest(convertor, peer, state, seq)
-        seqs[dest] = (seq + 1) & _SEQ_MASK
+        """The eager send of a packed stream: packed straight into the descriptor."""
+        convertor = request.data
         length = convertor.packed_size
-        btl = peer.eager_single or peer.next_eager()
-        try:
-            if mode is not _SYNCHRONOUS and length + _MATCH_SIZE <= btl.eager_limit:
-                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
-                descriptor = btl.alloc(btl.endpoint, _MATCH_SIZE + length)
-                if descriptor is not None:
-                    segment = descriptor.segments[0]
-                    segment[:_MATCH_SIZE] = header
-                    convertor.pack(0, segment[_MATCH_SIZE:])
-                    btl.send(btl.endpoint, descriptor, TYPE_MATCH)
-                    request.count = length
-                    request.complete = True
-                else:  # no descriptor now: pack once, send the copy when one is free
-                    packed = convertor.pack_all()
-                    request.count = length
-                    self._pending.append(
-                        lambda: self._retry_eager(request, btl, header, packed, TYPE_MATCH)
-                    )
-                return request
-            if peer is self._self_peer and mode is not _SYNCHRONOUS:
-                return self._send_to_self(request, btl, seq, state, tag)
-            return self._start_rndv(request, btl, seq, state, tag, synchronous=mode is _SYNCHRONOUS)
-        except BtlError as error:
-            self._sends.pop(request.id, None)
-            raise self._unreachable(dest, peer, error) from error
+        header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+        request.count = length
+        descriptor = btl.alloc(btl.endpoint, _MATCH_SIZE + length)
+        if descriptor is None:  # no descriptor now: pack once, send the copy when one is free
+            packed = convertor.pack_all()
+            retry = partial(self._retry_eager, request, btl, header, packed, TYPE_MATCH)
+            self._pending.append(retry)
+            return request
+        segment = descriptor.segments[0]
+        segment[:_MATCH_SIZE] = header
+        convertor.pack(0, segment[_MATCH_SIZE:])
+        btl.send(btl.endpoint, descriptor, TYPE_MATCH)
+        request.complete = True
+        return request
 
     @staticmethod
     def _unreachable(dest: int, peer: BmlEndpoint, error: BtlError) -> MPIException:
@@ -356,12 +339,8 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         in one step, in its place in the matching order, without a probe.
         """
         state = comm.pml_state
-        if state is None:
-            raise self._not_added(comm)
-        if source != ANY_SOURCE and not 0 <= source < state.size:
-            raise MPIException(
-                ERR_RANK, f"source {source} is not ANY_SOURCE and not in 0..{state.size - 1}"
-            )
+        if state is None or (source != ANY_SOURCE and not 0 <= source < state.size):
+            raise self._bad_rank(comm, source, "source")
         request = RecvRequest(view, state, source)
         message = state.matching.post(request, source, tag)
         if message is not None:
@@ -370,23 +349,14 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
 
     def iprobe(self, source: int, tag: int, comm: Any) -> ProbeStatus | None:
         """The status of a matching unexpected message, or None (progressing once first)."""
-        state = self._probe_state(source, comm)
-        message = state.matching.probe(source, tag)
+        message = self._probe(source, tag, comm, take=False)
         if message is None:
-            self.engine.progress()
-            message = state.matching.probe(source, tag)
-            if message is None:
-                return None
+            return None
         return ProbeStatus(message.source, message.tag, message.msg_length)
 
     def improbe(self, source: int, tag: int, comm: Any) -> Message | None:
         """Take a matching message out of matching (for :meth:`imrecv`), or None."""
-        state = self._probe_state(source, comm)
-        message = state.matching.mprobe(source, tag)
-        if message is None:
-            self.engine.progress()
-            message = state.matching.mprobe(source, tag)
-        return message
+        return self._probe(source, tag, comm, take=True)
 
     def imrecv(self, spec: BufferSpec | None, message: PmlMessage) -> Any:
         """Receive a message ``improbe`` took; ``spec`` None: a buffer of the message's size."""
@@ -413,15 +383,18 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         self._matched(request, message)
         return request
 
-    def _probe_state(self, source: int, comm: Any) -> CommState:
+    def _probe(self, source: int, tag: int, comm: Any, *, take: bool) -> Message | None:
+        """A matching unexpected message (taken out of matching if ``take``), looking again
+        after one pass of progress if there is none yet; None if there is still none."""
         state = comm.pml_state
-        if state is None:
-            raise self._not_added(comm)
-        if source != ANY_SOURCE and not 0 <= source < state.size:
-            raise MPIException(
-                ERR_RANK, f"source {source} is not ANY_SOURCE and not in 0..{state.size - 1}"
-            )
-        return state
+        if state is None or (source != ANY_SOURCE and not 0 <= source < state.size):
+            raise self._bad_rank(comm, source, "source")
+        find = state.matching.mprobe if take else state.matching.probe
+        message = find(source, tag)
+        if message is None:
+            self.engine.progress()
+            message = find(source, tag)
+        return message
 
     # -- progress and errors ----------------------------------------------------------------
 
@@ -457,6 +430,16 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
                         ERR_OTHER,
                         MPIException(ERR_OTHER, f"{proc} became unreachable: {error}"),
                     )
+
+    @classmethod
+    def _bad_rank(cls, comm: Any, rank: int, role: str) -> MPIException:
+        """Why ``rank`` cannot be the ``role`` (``"destination"``, ``"source"``) of a message
+        on ``comm``: the communicator is not added (or freed), or the rank is out of range."""
+        state = comm.pml_state
+        if state is None:
+            return cls._not_added(comm)
+        either = "is not ANY_SOURCE and not" if role == "source" else "is not"
+        return MPIException(ERR_RANK, f"{role} {rank} {either} in 0..{state.size - 1}")
 
     @staticmethod
     def _not_added(comm: Any) -> MPIException:
