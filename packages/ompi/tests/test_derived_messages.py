@@ -18,7 +18,7 @@ from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.constants import IN_PLACE
 from ompy.ompi.datatype.buffer import ReadOnlyBufferError, parse_buffer
 from ompy.ompi.datatype.predefined import DOUBLE, DOUBLE_INT, FLOAT, INT, SHORT
-from ompy.ompi.op import MAX, MINLOC, SUM
+from ompy.ompi.op import MAX, MAXLOC, MINLOC, SUM
 from ompy.ompi.status import Status
 
 # A vector of 3 doubles every other one: data at doubles 0, 2, 4 of each 5-double extent.
@@ -378,5 +378,21 @@ def test_reductions_on_derived_types_of_pairs(trio):
         comm.Allreduce([mine, 1, spaced], [every_other, 1, spaced], MINLOC)
         assert every_other["value"].tolist() == [0, -7, 2.0, -7]
         assert every_other["index"].tolist() == [0, 0, 0, 0]
+
+    run_ranks(trio, body)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 5])
+def test_pair_reductions_read_padded_pairs_whatever_the_count(trio, count):
+    """One pair's data is a single block (no convertor), yet the kernels read it padded."""
+
+    def body(comm):
+        rank = comm.rank
+        mine = np.zeros(count, dtype=DOUBLE_INT.dtype)
+        mine["value"], mine["index"] = np.arange(count) + rank, rank
+        high = np.zeros_like(mine)
+        comm.Allreduce([mine, DOUBLE_INT], [high, DOUBLE_INT], MAXLOC)
+        assert high["value"].tolist() == (np.arange(count) + comm.size - 1).tolist()
+        assert high["index"].tolist() == [comm.size - 1] * count
 
     run_ranks(trio, body)

@@ -286,10 +286,12 @@ class Collectives:
         recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
-        if (  # the common case, kept short: contiguous predefined data, one architecture
+        layout = recvspec.datatype.layout
+        if (  # the common case, kept short: contiguous predefined data (no pair), one architecture
             recvspec.convertor is None
             and sendspec.convertor is None
-            and recvspec.datatype.layout.predefined
+            and layout.predefined
+            and layout.size == layout.extent
             and c.pml.raw_views
         ):
             _check_op(c, op, recvspec.datatype)

@@ -165,10 +165,10 @@ class Staging:
     ) -> BufferSpec:
         if spec.in_place:
             return spec
-        if (  # the common case, kept short: a view of a predefined datatype
+        if (  # the common case, kept short: a view of a predefined datatype (no pair)
             spec.convertor is None
             and not self.hetero
-            and (not reduce or spec.datatype.layout.predefined)
+            and (not reduce or (spec.datatype.layout.predefined and plain(spec.datatype)))
         ):
             return spec
         datatype, per = reduction_type(spec.datatype, self.call) if reduce else (spec.datatype, 1)
@@ -186,13 +186,18 @@ class Staging:
             return self._converted(spec, load=load, output=output, origin=origin)
         convertor = spec.convertor
         if convertor is None:
-            if datatype is spec.datatype:
-                return spec
-            return BufferSpec(spec.view, spec.count * per, datatype, spec.buffer, spec.offset)
+            if not reduce or plain(datatype):
+                if datatype is spec.datatype:
+                    return spec
+                return BufferSpec(spec.view, spec.count * per, datatype, spec.buffer, spec.offset)
+            # Up to one value/index pair: its data is one block, but the kernels read it padded.
+            description = spec.datatype.layout.description
+            convertor = Convertor(description, spec.buffer, spec.offset, spec.count)
         if (
             reduce
             and datatype is spec.datatype
             and convertor.description is datatype.layout.description
+            and spec.offset + spec.count * datatype.extent <= len(spec.buffer)
         ):
             # A predefined pair type: the op kernels read whole padded elements in place.
             end = spec.offset + spec.count * datatype.extent

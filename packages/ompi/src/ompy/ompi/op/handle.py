@@ -143,8 +143,16 @@ class Op(Handle, referent="_impl"):
                 f"mismatch in inbuf and inoutbuf MPI datatypes ({source.datatype.Get_name()} "
                 f"and {target.datatype.Get_name()})"
             )
+        # A derived datatype reduces as its predefined elements, a value/index pair as its
+        # padded elements: the collectives' stand-ins say how (a contiguous buffer is itself).
+        from ..api.staging import Staging  # the API builds on operations
+
+        staging = Staging("Op.Reduce_local", datatype=target.datatype, reduction=True)
+        source = staging.send(source, reduce=True)
+        target = staging.receive(target, reduce=True, load=True)
         run = current("Op.Reduce_local").op.kernel(self, target.datatype)
         run(source.view, target.view, target.count)
+        staging.finish()
 
     # -- handles --------------------------------------------------------------------------------
 
