@@ -82,7 +82,8 @@ class Collectives:
     ) -> tuple[Communicator, tuple[Any, ...], Staging | None]:
         c = self._live(call)
         root = _root(root, c, call)
-        buf = given(buf, call, "buf")
+        if buf is None:
+            given(buf, call, "buf")  # raises: a buffer must be given
         spec = parse_buffer(buf, readonly=c.rank == root)
         if spec.convertor is None and c.pml.raw_views:  # contiguous, one architecture
             return c, (spec, root), None
@@ -283,15 +284,16 @@ class Collectives:
         self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
     ) -> tuple[Communicator, tuple[Any, ...], Staging | None]:
         c = self._live(call)
-        recvbuf, sendbuf = given(recvbuf, call, "recvbuf"), or_in_place(sendbuf)
+        if recvbuf is None:
+            given(recvbuf, call, "recvbuf")  # raises: a receive buffer must be given
+        if sendbuf is None:
+            sendbuf = IN_PLACE
         recvspec = parse_buffer(recvbuf, readonly=False)
         sendspec = _reduction_send(sendbuf, recvspec, call)
-        layout = recvspec.datatype.layout
         if (  # the common case, kept short: contiguous predefined data (no pair), one architecture
             recvspec.convertor is None
             and sendspec.convertor is None
-            and layout.predefined
-            and layout.size == layout.extent
+            and recvspec.datatype.layout.plain_named
             and c.pml.raw_views
         ):
             _check_op(c, op, recvspec.datatype)
@@ -533,7 +535,7 @@ def _check_op(c: Communicator, op: Any, datatype: Datatype) -> None:
 
 
 def _same_type(sent: Datatype, received: Datatype, call: str) -> None:
-    if sent != received:
+    if sent is not received and sent != received:  # two handles of one datatype are the same
         raise ValueError(
             f"{call}: mismatch in send and receive MPI datatypes ({sent.Get_name()} and "
             f"{received.Get_name()})"

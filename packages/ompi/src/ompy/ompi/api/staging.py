@@ -168,7 +168,7 @@ class Staging:
         if (  # the common case, kept short: a view of a predefined datatype (no pair)
             spec.convertor is None
             and not self.hetero
-            and (not reduce or (spec.datatype.layout.predefined and plain(spec.datatype)))
+            and (not reduce or spec.datatype.layout.plain_named)
         ):
             return spec
         datatype, per = reduction_type(spec.datatype, self.call) if reduce else (spec.datatype, 1)

@@ -66,6 +66,9 @@ class Layout:
     size: int = attrs.field(init=False)
     extent: int = attrs.field(init=False)
     lb: int = attrs.field(init=False)
+    #: A named predefined datatype whose elements are exactly their bytes (no value/index
+    #: pair's padding): what a reduction hands the op kernels as it is, read on every call.
+    plain_named: bool = attrs.field(init=False)
     #: Whether one element covers some byte twice (computed on first use).
     _self_overlap: bool | None = attrs.field(init=False, default=None, repr=False)
 
@@ -74,6 +77,9 @@ class Layout:
         self.size = int(description.size)
         self.lb = int(description.lb)
         self.extent = int(description.ub) - self.lb
+        self.plain_named = (
+            self.envelope.combiner == COMBINER_NAMED and self.size == self.extent and self.lb == 0
+        )
 
     # -- bounds -------------------------------------------------------------------------------
 
