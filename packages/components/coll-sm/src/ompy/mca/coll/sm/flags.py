@@ -25,7 +25,7 @@ import fcntl
 import os
 import platform
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
@@ -40,13 +40,6 @@ TSO_MACHINES = frozenset({"x86_64", "amd64"})
 def lock_free_supported(machine: str | None = None) -> bool:
     """Whether the lock-free flag protocol is sound on this processor (TSO only)."""
     return (machine or platform.machine()).lower() in TSO_MACHINES
-
-
-#: How many times a wait looks at the flags itself before it enters the progress engine.  A
-#: peer's store takes a few hundred nanoseconds to cross cores; the engine's wait (a progress
-#: pass over every transport, the lock, a closure) costs more than that, so a barrier whose
-#: peer is a moment late is cheaper to look at again than to wait for.
-_QUICK_LOOKS: Final = range(4)
 
 
 class Flags:
@@ -194,17 +187,15 @@ class Flags:
     def wait_all(self, word: int, step: int) -> None:
         """Return once every rank's ``word`` has reached ``step``, progressing meanwhile."""
         least = self.least
-        for _ in _QUICK_LOOKS:
-            if least(word) >= step:
-                return
+        if least(word) >= step:
+            return
         self._until(lambda: least(word) >= step)
 
     def wait_one(self, rank: int, word: int, step: int) -> None:
         """Return once ``rank``'s ``word`` has reached ``step``, progressing meanwhile."""
         load = self.load
-        for _ in _QUICK_LOOKS:
-            if load(rank, word) >= step:
-                return
+        if load(rank, word) >= step:
+            return
         self._until(lambda: load(rank, word) >= step)
 
     def close(self) -> None:
