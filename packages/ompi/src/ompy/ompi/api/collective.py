@@ -95,11 +95,9 @@ class Collectives:
         """Broadcast data from one process to all other processes."""
         # Written out, as Allreduce is: a hot call, spared the family's argument packing.
         c, (spec, root), st = self._bcast_args("Comm.Bcast", buf, root)
-        if st is None:
-            c.coll.bcast(c, spec, root)
-            return
         c.coll.bcast(c, spec, root)
-        st.finish()
+        if st is not None:
+            st.finish()
 
     Ibcast = staged_pair(
         _bcast_args,
