@@ -41,6 +41,8 @@ from .helpers import (
     subtree_size,
 )
 from .objects import (
+    Failure,
+    Outcome,
     Sent,
     copy_object,
     encode_object,
@@ -65,6 +67,8 @@ __all__ = [
     "Algorithm",
     "CollSelection",
     "CollTable",
+    "Failure",
+    "Outcome",
     "Provider",
     "Schedule",
     "Sent",
