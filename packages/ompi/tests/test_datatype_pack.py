@@ -39,6 +39,12 @@ class Model:
         return self.ub - self.lb
 
     @property
+    def align(self) -> int:
+        """The strictest alignment of its basic elements (every basic of the leaves is
+        aligned to its size): a struct's extent is padded to a multiple of it."""
+        return max((n for _, n in self.entries), default=1)
+
+    @property
     def size(self) -> int:
         return sum(n for _, n in self.entries)
 
@@ -77,7 +83,10 @@ def build(parts):
                 ubs.append(offset + model.ub)
     lb = min(explicit_lbs) if explicit_lbs else min(lbs, default=0)
     ub = max(explicit_ubs) if explicit_ubs else max(ubs, default=0)
-    return Model(tuple(entries), lb, ub, bool(explicit_lbs), bool(explicit_ubs))
+    made = Model(tuple(entries), lb, ub, bool(explicit_lbs), bool(explicit_ubs))
+    if made.explicit_ub:
+        return made
+    return attrs.evolve(made, ub=ub + (-made.extent % made.align))  # MPI's epsilon
 
 
 def blocks(model, lengths, starts):
@@ -138,7 +147,7 @@ def derived(draw, leaves=LEAVES, depth=3):
         return made, build(parts)
     if kind == "resized":
         lb, new_extent = draw(st.integers(0, 8)), draw(st.integers(0, 48))
-        resized = Model(model.entries, lb, lb + new_extent, explicit_lb=True, explicit_ub=True)
+        resized = Model(model.entries, lb, lb + new_extent, True, True)
         return old.Create_resized(lb, new_extent), resized
     return old.Dup(), model
 

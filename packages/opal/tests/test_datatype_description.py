@@ -95,9 +95,13 @@ def test_hindexed_and_block() -> None:
 def test_struct_of_mixed_basics() -> None:
     pair = Description.struct([1, 1], [0, 8], [DOUBLE, INT])
     assert runs(pair) == [("double", 0, 1), ("int", 8, 1)]
-    assert (pair.size, pair.lb, pair.ub) == (12, 0, 12)
+    # MPI's epsilon: the extent is padded to the double's alignment, as a C struct would be
+    assert (pair.size, pair.lb, pair.ub, pair.alignment) == (12, 0, 16, 8)
     assert pair.single_basic is None
-    assert pair.is_contiguous  # extent 12 == size: bytes regardless of basic
+    assert not pair.is_contiguous
+    packed = pair.resized(0, 12)  # an explicit upper bound is kept as given
+    assert packed.is_contiguous  # extent 12 == size: bytes regardless of basic
+    assert Description.struct([1], [0], [packed]).extent == 12
     pair16 = pair.resized(0, 16)
     assert pair16.extent == 16 and not pair16.is_contiguous
     assert pair16.signature(2) == [
@@ -108,6 +112,27 @@ def test_struct_of_mixed_basics() -> None:
     ]
     with pytest.raises(TypeError, match="descriptions\\[1\\]"):
         Description.struct([1, 1], [0, 8], [DOUBLE, "int"])  # type: ignore[list-item]
+
+
+def test_a_struct_extent_is_padded_to_its_strictest_alignment() -> None:
+    char, short, int_, double = (BASICS[name] for name in ("char", "short", "int", "double"))
+    cases = [  # (blocklengths, displacements, basics) -> the extent numpy's aligned record has
+        ([1, 1], [0, 4], [int_, char]),
+        ([1, 1, 1], [0, 2, 4], [char, short, char]),
+        ([2, 1], [0, 16], [double, char]),
+        ([1], [0], [char]),
+    ]
+    for lengths, displs, basics in cases:
+        struct = Description.struct(lengths, displs, [Description.of_basic(b) for b in basics])
+        record = np.dtype(
+            {
+                "names": [f"f{i}" for i in range(len(basics))],
+                "formats": [(b.dtype, (n,)) for b, n in zip(basics, lengths, strict=True)],
+                "offsets": displs,
+            },
+            align=True,
+        )
+        assert struct.extent == record.itemsize, (lengths, displs)
 
 
 def test_adjacent_runs_of_different_basics_are_one_block() -> None:

@@ -31,6 +31,8 @@ class Ref:
     entries: tuple[tuple[str, int], ...]
     lb_marks: tuple[int, ...] = ()
     ub_marks: tuple[int, ...] = ()
+    #: The upper bound a constructor gave it (MPI's epsilon), when no marker sets one.
+    end: int | None = None
 
     @property
     def lb(self) -> int:
@@ -43,6 +45,8 @@ class Ref:
     def ub(self) -> int:
         if self.ub_marks:
             return max(self.ub_marks)
+        if self.end is not None:
+            return self.end
         every = [d + BASICS[n].size for n, d in self.entries] + list(self.lb_marks)
         return max(every, default=0)
 
@@ -67,6 +71,7 @@ class Ref:
             tuple((n, d + offset) for n, d in self.entries),
             tuple(m + offset for m in self.lb_marks),
             tuple(m + offset for m in self.ub_marks),
+            None if self.end is None else self.end + offset,
         )
 
     def byte_index(self, origin: int, count: int) -> np.ndarray:
@@ -80,22 +85,32 @@ class Ref:
         return np.array(index, dtype=np.int64)
 
 
-def concat(parts: Sequence[Ref]) -> Ref:
-    return Ref(
-        tuple(e for p in parts for e in p.entries),
-        tuple(m for p in parts for m in p.lb_marks),
-        tuple(m for p in parts for m in p.ub_marks),
+def constructed(copies: Sequence[Ref]) -> Ref:
+    """What a constructor makes of copies of elements: their entries and markers in order, and
+    without an upper-bound marker MPI's epsilon: the highest upper bound among the copies that
+    hold something, rounded up (from the lower bound) to the strictest alignment of the data."""
+    made = Ref(
+        tuple(e for p in copies for e in p.entries),
+        tuple(m for p in copies for m in p.lb_marks),
+        tuple(m for p in copies for m in p.ub_marks),
     )
+    if made.ub_marks:
+        return made
+    high = max((p.ub for p in copies if p.entries or p.lb_marks), default=0)
+    align = max((BASICS[n].dtype.alignment for n, _ in made.entries), default=1)
+    return attrs.evolve(made, end=high + -(high - made.lb) % align)
+
+
+def copies_of(ref: Ref, lengths: Sequence[int], displs: Sequence[int]) -> list[Ref]:
+    return [
+        ref.shifted(d + j * ref.extent)
+        for b, d in zip(lengths, displs, strict=True)
+        for j in range(b)
+    ]
 
 
 def ref_hindexed(ref: Ref, lengths: Sequence[int], displs: Sequence[int]) -> Ref:
-    return concat(
-        [
-            ref.shifted(d + j * ref.extent)
-            for b, d in zip(lengths, displs, strict=True)
-            for j in range(b)
-        ]
-    )
+    return constructed(copies_of(ref, lengths, displs))
 
 
 Pair = tuple[Description, Ref]
@@ -135,7 +150,7 @@ def extend(children: st.SearchStrategy[Pair]) -> st.SearchStrategy[Pair]:
         descriptions = [p[0][0] for p in parts]
         lengths = [p[1] for p in parts]
         displs = [p[2] for p in parts]
-        ref = concat([ref_hindexed(p[0][1], [p[1]], [p[2]]) for p in parts])
+        ref = constructed([c for p in parts for c in copies_of(p[0][1], [p[1]], [p[2]])])
         return Description.struct(lengths, displs, descriptions), ref
 
     def resized(pair: Pair, lb: int, extent: int) -> Pair:

@@ -116,6 +116,8 @@ from ompy.ompi.datatype import (
     TYPECLASS_REAL,
     Datatype,
 )
+from ompy.ompi.datatype.predefined import typealign as _typealign  # noqa: F401 (mpi4py's)
+from ompy.ompi.datatype.predefined import typecode as _typecode  # noqa: F401 (private helper)
 from ompy.ompi.errors import ERROR_CLASSES as _ERROR_CLASSES
 from ompy.ompi.errors import Exception
 from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group

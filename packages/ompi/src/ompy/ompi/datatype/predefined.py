@@ -25,7 +25,7 @@ from ompy.opal.datatype.description import Description
 
 from ..handle import predefine
 from .datatype import Datatype
-from .envelope import NAMED
+from .envelope import COMBINER_NAMED, NAMED
 from .layout import Layout
 from .matching import pair_layout
 
@@ -356,3 +356,25 @@ def by_key(key: str) -> Datatype:
         return BY_KEY[key]
     except KeyError:
         raise ValueError(f"no predefined MPI datatype is called {key!r}") from None
+
+
+def typecode(datatype: Datatype) -> str | None:
+    """The character code or type string of a predefined datatype; None for any other
+    (mpi4py's private ``MPI._typecode``, which its ``util.dtlib`` and tests use)."""
+    if not isinstance(datatype, Datatype):
+        raise TypeError(f"expecting a Datatype, not {type(datatype).__name__}")
+    layout = datatype._layout
+    if layout is None or layout.envelope.combiner != COMBINER_NAMED:
+        return None
+    return layout.code or None
+
+
+def typealign(datatype: Datatype) -> int | None:
+    """The alignment of a predefined datatype's C type (of the C struct for the value/index
+    pairs); None for any other (mpi4py's private ``MPI._typealign``)."""
+    if not isinstance(datatype, Datatype):
+        raise TypeError(f"expecting a Datatype, not {type(datatype).__name__}")
+    layout = datatype._layout
+    if layout is None or layout.envelope.combiner != COMBINER_NAMED or layout.size == 0:
+        return None
+    return int(layout.dtype.alignment)

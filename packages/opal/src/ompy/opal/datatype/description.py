@@ -10,8 +10,12 @@ Displacements, strides and bounds are in bytes.  The bounds follow the MPI stand
 definition with *sticky* markers: a type made by :meth:`Description.resized` carries explicit
 lower and upper bound markers, and a type built from parts takes its lower bound from the parts'
 explicit markers when any part has one (otherwise from all of the parts' entries), and likewise
-for the upper bound.  Blocks of length zero contribute nothing, not even bounds.  As in Open
-MPI, no alignment padding is added to the extent of a struct.
+for the upper bound.  Blocks of length zero contribute nothing, not even bounds.  Without an
+explicit upper bound, the standard's *epsilon* applies to every constructed type: the extent is
+rounded up to a multiple of the strictest alignment among the basics it holds, as a C compiler
+pads a struct, so ``count`` elements lie where an array of the C type would (Open MPI 5 does the
+same: a struct of a double and a char, or an hvector of two doubles 12 bytes apart, has extent
+16, resp. 24).
 
 Descriptions are immutable (their arrays are read-only) and compared by identity; what is
 derived from one (its merged byte blocks, the convertor's compiled plan) is computed once and
@@ -342,6 +346,11 @@ class Description:
         ]
         return Description._build(parts)
 
+    @property
+    def alignment(self) -> int:
+        """The strictest alignment among this element's basics (1 when it holds none)."""
+        return max((basic.dtype.alignment for basic in self.basics), default=1)
+
     def resized(self, lb: SupportsIndex, extent: SupportsIndex) -> Description:
         """The same data with explicit bounds ``lb`` and ``lb + extent``."""
         lb = _index(lb, "lb")
@@ -418,6 +427,7 @@ class Description:
         true_lbs: list[int] = []
         true_ubs: list[int] = []
         size = 0
+        alignment = 1
         for part, low, high, copies in parts:
             if copies == 0:
                 continue
@@ -432,9 +442,16 @@ class Description:
                 true_lbs.append(low + part.true_lb)
                 true_ubs.append(high + part.true_ub)
                 size += part.size * copies
+                alignment = max(alignment, part.alignment)
+        lb = min(explicit_lbs) if explicit_lbs else min(lbs, default=0)
+        if explicit_ubs:
+            ub = max(explicit_ubs)
+        else:  # MPI's epsilon: the extent rounded up to the strictest alignment, as C pads
+            ub = max(ubs, default=0)
+            ub += -(ub - lb) % alignment
         return {
-            "lb": min(explicit_lbs) if explicit_lbs else min(lbs, default=0),
-            "ub": max(explicit_ubs) if explicit_ubs else max(ubs, default=0),
+            "lb": lb,
+            "ub": ub,
             "true_lb": min(true_lbs, default=0),
             "true_ub": max(true_ubs, default=0),
             "size": size,
