@@ -21,12 +21,14 @@ from ompy.ompi.mca.coll import (
     NONBLOCKING,
     OBJECT_OPERATIONS,
     OPERATIONS,
+    PERSISTENT,
     CollComponent,
     CollModule,
     base,
     framework,
 )
 from ompy.ompi.mca.coll.base import CollSelection
+from ompy.ompi.mca.coll.interface import SIGNATURES
 from ompy.opal.mca import Cardinality, ComponentLoadError
 from ompy.opal.mca.params import Registry
 
@@ -189,8 +191,10 @@ def test_the_coll_framework_keeps_every_component_that_offers():
     assert len(BLOCKING) == len(NONBLOCKING) == 17
     assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING} | set(
         OBJECT_OPERATIONS
-    )
+    ) | set(PERSISTENT)
     assert all(name.endswith("_object") for name in OBJECT_OPERATIONS)
+    assert tuple(name + "_init" for name in BLOCKING) == PERSISTENT
+    assert all(name in SIGNATURES for name in OPERATIONS)
 
 
 def test_a_component_base_declines_and_a_module_implements_what_it_defines():

@@ -30,6 +30,7 @@ from .from_group import create_from_group, create_group
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
+from .persistent_collectives import PersistentCollectives
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
@@ -267,7 +268,7 @@ class Comm(
         c.instance.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
-class Intracomm(Comm, Collectives):
+class Intracomm(Comm, Collectives, PersistentCollectives):
     """Intra-communicator."""
 
     __slots__ = ()

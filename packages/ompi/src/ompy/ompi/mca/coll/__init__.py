@@ -18,10 +18,12 @@ from .interface import (
     NONBLOCKING,
     OBJECT_OPERATIONS,
     OPERATIONS,
+    PERSISTENT,
     CollComm,
     CollComponent,
     CollModule,
     Combine,
+    PersistentCollective,
 )
 
 framework = Framework.of(
@@ -37,9 +39,11 @@ __all__ = [
     "NONBLOCKING",
     "OBJECT_OPERATIONS",
     "OPERATIONS",
+    "PERSISTENT",
     "CollComm",
     "CollComponent",
     "CollModule",
     "Combine",
+    "PersistentCollective",
     "framework",
 ]

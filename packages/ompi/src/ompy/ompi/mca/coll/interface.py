@@ -89,6 +89,13 @@ operation and return a :class:`~ompy.ompi.completion.CoreRequest` that completes
 progress engine, without the caller blocking.  The simplest way to write one is a schedule
 (:func:`ompy.ompi.mca.coll.base.start_schedule`): a generator that yields rounds of requests.
 
+Persistent forms (MPI-4): the same name with ``_init`` after it and the same arguments
+(``barrier_init(comm)``, ``allreduce_init(comm, sendspec, recvspec, op)``, ...); they set the
+operation up once and return a :class:`PersistentCollective` whose ``start()`` runs it again
+(the API's ``Prequest.Start``); see :mod:`ompy.ompi.mca.coll.base.persistent`, which builds
+one from a plan recorded at init.  A module that cannot run an operation without per-call
+set-up, or only blocking (``sm``), leaves its persistent form to others.
+
 A blocking operation that no module implements is served by waiting on the best nonblocking
 one, so a component may implement nonblocking forms only.  The converse is not true: a module
 that implements only blocking forms leaves the nonblocking ones to others.
@@ -158,8 +165,14 @@ OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
     "scan_object",
     "exscan_object",
 )
+# -- persistent collectives (MPI-4; issue 15) ------------------------------------------------
+#: The persistent operations: ``barrier_init``, ``bcast_init``, ... (same arguments as the
+#: blocking form; they return a :class:`PersistentCollective`).
+PERSISTENT: Final[tuple[str, ...]] = tuple(f"{name}_init" for name in BLOCKING)
+# -- end of persistent collectives ------------------------------------------------------------
+
 #: Every operation a module may implement.
-OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS
+OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS + PERSISTENT
 
 # -- the signature of every operation, as a module implements it and the table holds it ----------
 # (``comm`` first; a nonblocking operation returns the request the API wraps).
@@ -205,6 +218,66 @@ AlltoallObject = Callable[["CollComm", "Sequence[Any]"], "list[Any]"]
 ReduceObject = Callable[["CollComm", Any, Combine, int], Any]
 AllreduceObject = Callable[["CollComm", Any, Combine], Any]
 ScanObject = Callable[["CollComm", Any, Combine], Any]
+# -- persistent collectives (MPI-4; issue 15): ``<op>_init`` takes the blocking form's arguments
+
+
+class PersistentCollective(Protocol):
+    """A persistent collective of one communicator, set up once by a module's ``<op>_init``.
+
+    ``start()`` runs the operation once more and returns the request of that run (the API
+    wraps it as the ``Prequest``'s active operation); it is only called when the previous run
+    completed and was reported.  ``free()`` releases what the init took (its tag, scratch
+    space), once, when the inactive request is freed.  Everything that does not depend on the
+    data (algorithm, peers, tag, scratch buffers, reduction kernel) is decided at init, so a
+    start does no set-up (:mod:`ompy.ompi.mca.coll.base.persistent` writes one as a plan).
+    """
+
+    def start(self) -> CoreRequest: ...
+    def free(self) -> None: ...
+
+
+BarrierInit = Callable[["CollComm"], PersistentCollective]
+BcastInit = Callable[["CollComm", "BufferSpec", int], PersistentCollective]
+GatherInit = Callable[
+    ["CollComm", "BufferSpec", "VectorBufferSpec | None", int], PersistentCollective
+]
+ScatterInit = Callable[
+    ["CollComm", "VectorBufferSpec | None", "BufferSpec", int], PersistentCollective
+]
+AllgatherInit = Callable[["CollComm", "BufferSpec", "VectorBufferSpec"], PersistentCollective]
+AlltoallInit = Callable[["CollComm", "VectorBufferSpec", "VectorBufferSpec"], PersistentCollective]
+AlltoallwInit = Callable[
+    ["CollComm", "tuple[BufferSpec, ...] | None", "tuple[BufferSpec, ...]"], PersistentCollective
+]
+ReduceInit = Callable[
+    ["CollComm", "BufferSpec", "BufferSpec | None", "Op", int], PersistentCollective
+]
+AllreduceInit = Callable[["CollComm", "BufferSpec", "BufferSpec", "Op"], PersistentCollective]
+ReduceScatterInit = Callable[
+    ["CollComm", "BufferSpec", "BufferSpec", "tuple[int, ...]", "Op"], PersistentCollective
+]
+#: Persistent operation name -> its signature.
+PERSISTENT_SIGNATURES: Final[dict[str, Any]] = {
+    "barrier_init": BarrierInit,
+    "bcast_init": BcastInit,
+    "gather_init": GatherInit,
+    "gatherv_init": GatherInit,
+    "scatter_init": ScatterInit,
+    "scatterv_init": ScatterInit,
+    "allgather_init": AllgatherInit,
+    "allgatherv_init": AllgatherInit,
+    "alltoall_init": AlltoallInit,
+    "alltoallv_init": AlltoallInit,
+    "alltoallw_init": AlltoallwInit,
+    "reduce_init": ReduceInit,
+    "allreduce_init": AllreduceInit,
+    "reduce_scatter_block_init": AllreduceInit,
+    "reduce_scatter_init": ReduceScatterInit,
+    "scan_init": AllreduceInit,
+    "exscan_init": AllreduceInit,
+}
+# -- end of persistent collectives ------------------------------------------------------------
+
 #: Operation name -> its signature (what :class:`~.base.table.CollTable` declares).
 SIGNATURES: Final[dict[str, Any]] = {
     "barrier": Barrier,
@@ -250,6 +323,7 @@ SIGNATURES: Final[dict[str, Any]] = {
     "allreduce_object": AllreduceObject,
     "scan_object": ScanObject,
     "exscan_object": ScanObject,
+    **PERSISTENT_SIGNATURES,
 }
 
 

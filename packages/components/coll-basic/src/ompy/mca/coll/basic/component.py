@@ -1,10 +1,11 @@
-"""The ``basic`` component and its module: every collective, blocking and nonblocking.
+"""The ``basic`` component and its module: every collective, blocking, nonblocking, persistent.
 
 Like Open MPI's ``coll/basic``, it is the fallback under every other coll component: it runs on
 every intra-communicator at a low priority, so a faster component wins whatever it implements
 and ``basic`` serves the rest.  Each algorithm is written once, as a schedule
 (:mod:`.rooted`, :mod:`.everyone`); the blocking method runs it in the caller and the
-nonblocking one starts it on the progress engine.  The object operations (:mod:`.objects`)
+nonblocking one starts it on the progress engine; the persistent forms (:mod:`.persistent`)
+record a plan at init that every start replays.  The object operations (:mod:`.objects`)
 move Python objects point to point.
 """
 
@@ -14,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
-from ompy.ompi.mca.coll.base import run_schedule, start_schedule
+from ompy.ompi.mca.coll.base import plan_collective, run_schedule, start_schedule
 from ompy.opal.mca import Offer
 
-from . import __version__, everyone, objects, rooted
+from . import __version__, everyone, objects, persistent, rooted
 
 
 def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
@@ -34,6 +35,15 @@ def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
         return start_schedule(comm, algorithm, *args)
 
     operation.__name__ = "i" + algorithm.__name__
+    operation.__doc__ = algorithm.__doc__
+    return operation
+
+
+def _persistent(algorithm: Callable[..., None]) -> Callable[..., Any]:
+    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
+        return plan_collective(comm, algorithm, *args)
+
+    operation.__name__ = algorithm.__name__ + "_init"
     operation.__doc__ = algorithm.__doc__
     return operation
 
@@ -78,6 +88,20 @@ class BasicCollModule(CollModule):
     allreduce_object = staticmethod(objects.allreduce)
     scan_object = staticmethod(objects.scan)
     exscan_object = staticmethod(objects.exscan)
+    # Persistent collectives (MPI-4): a plan recorded once at init, replayed by every start
+    barrier_init = _persistent(persistent.barrier)
+    bcast_init = _persistent(persistent.bcast)
+    gather_init = gatherv_init = _persistent(persistent.gather)
+    scatter_init = scatterv_init = _persistent(persistent.scatter)
+    reduce_init = _persistent(persistent.reduce)
+    allgather_init = allgatherv_init = _persistent(persistent.allgather)
+    alltoall_init = alltoallv_init = _persistent(persistent.alltoall)
+    alltoallw_init = _persistent(persistent.alltoallw)
+    allreduce_init = _persistent(persistent.allreduce)
+    reduce_scatter_block_init = _persistent(persistent.reduce_scatter_block)
+    reduce_scatter_init = _persistent(persistent.reduce_scatter)
+    scan_init = _persistent(persistent.scan)
+    exscan_init = _persistent(persistent.exscan)
 
 
 class BasicCollComponent(CollComponent):

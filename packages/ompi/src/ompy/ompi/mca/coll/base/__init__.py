@@ -53,7 +53,8 @@ from .objects import (
     wait,
     wait_all,
 )
-from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
+from .persistent import Phase, Plan, PlanBuilder, PlanCollective, PlanRun, plan_collective
+from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule, track
 from .select import CollSelection, comm_select, comm_unselect
 from .table import CollTable, Provider, build_table, unselected_table
 from .tags import FIRST_TAG, LAST_TAG, TAGS, claim_tag, next_tag
@@ -65,6 +66,11 @@ __all__ = [
     "Algorithm",
     "CollSelection",
     "CollTable",
+    "Phase",
+    "Plan",
+    "PlanBuilder",
+    "PlanCollective",
+    "PlanRun",
     "Provider",
     "Schedule",
     "Sent",
@@ -83,6 +89,7 @@ __all__ = [
     "finish_recv",
     "in_flight",
     "next_tag",
+    "plan_collective",
     "receive",
     "recv",
     "recv_object",
@@ -95,6 +102,7 @@ __all__ = [
     "send_object",
     "start_schedule",
     "subtree_size",
+    "track",
     "unselected_table",
     "wait",
     "wait_all",

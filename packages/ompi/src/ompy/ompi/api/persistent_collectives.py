@@ -1,0 +1,285 @@
+"""Persistent collectives of ``Intracomm`` (MPI-4): ``Barrier_init`` .. ``Exscan_init``.
+
+Each ``X_init`` checks its arguments exactly as ``X`` does (the argument functions of
+:class:`~.collective.Collectives`: same defaults, ``IN_PLACE`` and root rules, same errors),
+plus ``info``, and hands the parsed buffers to the communicator's coll table's ``x_init``,
+which sets the operation up once (algorithm, peers, tag, scratch space, reduction kernel: see
+:mod:`ompy.ompi.mca.coll.base.persistent`).  The result is an inactive ``MPI.Prequest``:
+``Start``/``Startall`` run the operation, ``Wait``/``Test`` complete it, and it may be started
+again, as often as wanted, until ``Free``.
+
+MPI's rules, as checked here:
+
+- the init calls are collective (all members, same order); the starts need not be in the same
+  order on every member (each request has its own tag, given at init);
+- a request is started only when inactive (``Start`` of an active one raises ``ERR_REQUEST``);
+- freeing an *active* persistent collective request is erroneous: ``Free`` raises
+  ``ERR_REQUEST`` and the request stays usable; an inactive one is freed and its tag reused;
+- starting a request whose communicator was freed raises ``ERR_COMM``.
+
+Buffers of derived datatypes get stand-ins once, at init (:mod:`.staging`); each start refills
+the input stand-ins from the program's buffers and each completion unpacks the results, before
+the request reports completion.  In a heterogeneous job a reduction has no persistent plan (it
+converts every member's contribution, :mod:`.hetero_reductions`): its persistent form starts
+the nonblocking reduction at each start, which then also requires the members to start it in
+the same order as their other collectives on the communicator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..completion import CoreRequest, chain
+from ..errors import ERR_COMM, ERR_OP, ERR_REQUEST
+from ..errors import Exception as MPIException
+from ..op import SUM, Op
+from .collective import Collectives
+from .communicator import Communicator
+from .info import INFO_NULL, Info, info_items
+from .request import Prequest
+from .staging import Staging
+
+#: What a collective's argument function returns: communicator, table arguments, staging.
+Parsed = tuple[Communicator, tuple[Any, ...], Staging | None]
+
+
+class PersistentCollectives:
+    """The persistent half of :class:`~.comm.Intracomm` (with :class:`.Collectives`)."""
+
+    __slots__ = ()
+
+    def Barrier_init(self, info: Info = INFO_NULL) -> Prequest:
+        """Persistent Barrier."""
+        call = "Comm.Barrier_init"
+        _hints(info, call)
+        c = _collectives(self)._live(call)
+        return _initialize(call, "barrier", (c, (), None))
+
+    def Bcast_init(self, buf: Any, root: int = 0, info: Info = INFO_NULL) -> Prequest:
+        """Persistent Broadcast."""
+        call = "Comm.Bcast_init"
+        _hints(info, call)
+        return _initialize(call, "bcast", _collectives(self)._bcast_args(call, buf, root))
+
+    def Gather_init(
+        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Gather."""
+        call = "Comm.Gather_init"
+        _hints(info, call)
+        parsed = _collectives(self)._gather_args(call, sendbuf, recvbuf, root)
+        return _initialize(call, "gather", parsed)
+
+    def Gatherv_init(
+        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Gather Vector."""
+        call = "Comm.Gatherv_init"
+        _hints(info, call)
+        parsed = _collectives(self)._gather_args(call, sendbuf, recvbuf, root)
+        return _initialize(call, "gatherv", parsed)
+
+    def Scatter_init(
+        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Scatter."""
+        call = "Comm.Scatter_init"
+        _hints(info, call)
+        parsed = _collectives(self)._scatter_args(call, sendbuf, recvbuf, root)
+        return _initialize(call, "scatter", parsed)
+
+    def Scatterv_init(
+        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Scatter Vector."""
+        call = "Comm.Scatterv_init"
+        _hints(info, call)
+        parsed = _collectives(self)._scatter_args(call, sendbuf, recvbuf, root)
+        return _initialize(call, "scatterv", parsed)
+
+    def Allgather_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
+        """Persistent Gather to All."""
+        call = "Comm.Allgather_init"
+        _hints(info, call)
+        parsed = _collectives(self)._allgather_args(call, sendbuf, recvbuf)
+        return _initialize(call, "allgather", parsed)
+
+    def Allgatherv_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
+        """Persistent Gather to All Vector."""
+        call = "Comm.Allgatherv_init"
+        _hints(info, call)
+        parsed = _collectives(self)._allgather_args(call, sendbuf, recvbuf)
+        return _initialize(call, "allgatherv", parsed)
+
+    def Alltoall_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
+        """Persistent All to All Scatter/Gather."""
+        call = "Comm.Alltoall_init"
+        _hints(info, call)
+        parsed = _collectives(self)._alltoall_args(call, sendbuf, recvbuf)
+        return _initialize(call, "alltoall", parsed)
+
+    def Alltoallv_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
+        """Persistent All to All Scatter/Gather Vector."""
+        call = "Comm.Alltoallv_init"
+        _hints(info, call)
+        parsed = _collectives(self)._alltoall_args(call, sendbuf, recvbuf)
+        return _initialize(call, "alltoallv", parsed)
+
+    def Alltoallw_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
+        """Persistent All to All Scatter/Gather General."""
+        call = "Comm.Alltoallw_init"
+        _hints(info, call)
+        parsed = _collectives(self)._alltoallw_args(call, sendbuf, recvbuf)
+        return _initialize(call, "alltoallw", parsed)
+
+    def Reduce_init(
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Reduce to Root."""
+        call = "Comm.Reduce_init"
+        _hints(info, call)
+        parsed = _collectives(self)._reduce_args(call, sendbuf, recvbuf, op, root)
+        return _initialize(call, "reduce", parsed)
+
+    def Allreduce_init(
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Reduce to All."""
+        call = "Comm.Allreduce_init"
+        _hints(info, call)
+        parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
+        return _initialize(call, "allreduce", parsed)
+
+    def Reduce_scatter_block_init(
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Reduce-Scatter Block (regular, non-vector version)."""
+        call = "Comm.Reduce_scatter_block_init"
+        _hints(info, call)
+        parsed = _collectives(self)._reduce_scatter_block_args(call, sendbuf, recvbuf, op)
+        return _initialize(call, "reduce_scatter_block", parsed)
+
+    def Reduce_scatter_init(
+        self,
+        sendbuf: Any,
+        recvbuf: Any,
+        recvcounts: Sequence[int] | None = None,
+        op: Op = SUM,
+        info: Info = INFO_NULL,
+    ) -> Prequest:
+        """Persistent Reduce-Scatter (vector version)."""
+        call = "Comm.Reduce_scatter_init"
+        _hints(info, call)
+        parsed = _collectives(self)._reduce_scatter_args(call, sendbuf, recvbuf, recvcounts, op)
+        return _initialize(call, "reduce_scatter", parsed)
+
+    def Scan_init(
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Inclusive Scan."""
+        call = "Intracomm.Scan_init"
+        _hints(info, call)
+        parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
+        return _initialize(call, "scan", parsed)
+
+    def Exscan_init(
+        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Exclusive Scan."""
+        call = "Intracomm.Exscan_init"
+        _hints(info, call)
+        parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
+        return _initialize(call, "exscan", parsed)
+
+
+# -- the request --------------------------------------------------------------------------------
+
+
+def _collectives(handle: object) -> Collectives:
+    """The handle as the collective mixin it is combined with (its argument functions)."""
+    assert isinstance(handle, Collectives)
+    return handle
+
+
+def _hints(info: Any, call: str) -> None:
+    """Check ``info`` (an ``Info``, ``INFO_NULL`` or None); no hint changes a plan yet."""
+    info_items(info, call)
+
+
+def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
+    """The inactive persistent request of ``operation`` on the parsed arguments."""
+    c, args, staging = parsed
+    if staging is not None and staging.hetero and staging.reduction:
+        starter = _restarting(c, staging, "i" + operation, args)
+        return Prequest._persistent(starter, c)
+    persistent = getattr(c.coll, operation + "_init")(c, *args)
+    if staging is not None and not staging.pending and not staging._loads:
+        staging = None  # nothing to refill or unpack
+
+    def start() -> Any:
+        if c.freed:
+            raise MPIException(
+                ERR_COMM, f"Prequest.Start: the communicator of this {call} request was freed"
+            )
+        if staging is None:
+            return persistent.start()
+        staging.reload()
+        return _Unpacked(persistent.start(), staging)
+
+    def on_free(active: Any) -> None:
+        if active is not None:
+            raise MPIException(
+                ERR_REQUEST,
+                f"Prequest.Free: this {call} request is active; complete it (Wait/Test) "
+                "before freeing it (freeing an active persistent collective is erroneous)",
+            )
+        if not c.freed:
+            persistent.free()
+
+    return Prequest._persistent(start, c, on_free)
+
+
+def _restarting(
+    c: Communicator, staging: Staging, operation: str, args: tuple[Any, ...]
+) -> Callable[[], Any]:
+    """A heterogeneous job's persistent reduction: the nonblocking one, started each time."""
+    table = staging.table()
+    begin = getattr(table, operation)
+
+    def start() -> Any:
+        if c.freed:
+            raise MPIException(ERR_COMM, "Prequest.Start: the communicator was freed")
+        staging.reload()
+        return _Unpacked(begin(c, *args), staging)
+
+    return start
+
+
+class _Unpacked(CoreRequest):
+    """One start of a persistent collective with stand-ins: complete once they are unpacked."""
+
+    __slots__ = ("inner", "staging")
+
+    def __init__(self, inner: Any, staging: Staging) -> None:
+        super().__init__()
+        self.inner = inner
+        self.staging = staging
+        if inner.complete:
+            self._done(inner)
+        else:
+            chain(inner, self._done)
+
+    def _done(self, inner: Any) -> None:
+        if inner.exception is not None:
+            self.fail(inner.error, inner.exception)
+            return
+        try:
+            self.staging.unpack()
+        except Exception as error:
+            self.fail(ERR_OP, error)
+            return
+        self.finish()
+
+    def cancel(self) -> None:
+        """Collectives are not cancelled (MPI forbids it); nothing to do."""
