@@ -1,0 +1,64 @@
+"""Persistent collectives (MPI-4) through ``ompy run``, as an mpi4py program uses them.
+
+One job per size (1 to 5 ranks: odd sizes and non-powers of two included) and transport
+(shared memory, tcp) runs ``programs/persistent_suite.py``: every ``X_init`` on COMM_WORLD
+(rooted ones at the first and the last rank) and on a Split communicator, each started many
+times with new data and checked against a numpy reference after every start; requests started
+in a different order on each rank among ordinary and nonblocking collectives; 1 MiB messages
+(the rendezvous protocols); 1,000 starts; the errors MPI's rules call for.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAM = Path(__file__).parent / "programs" / "persistent_suite.py"
+pytestmark = pytest.mark.timeout(300)
+
+TRANSPORTS = {
+    "sm": ["--mca", "btl", "self,sm"],
+    "tcp": ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"],
+}
+OPERATIONS = (
+    "allreduce",
+    "allreduce in place max",
+    "reduce",
+    "bcast",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv in place",
+    "alltoall",
+    "alltoall in place",
+    "alltoallv",
+    "alltoallw",
+    "reduce_scatter_block",
+    "reduce_scatter",
+    "scan",
+    "exscan",
+    "barrier",
+)
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5])
+def test_every_persistent_collective_in_one_job(ompy, size, transport):
+    args = ["-n", str(size), "--oversubscribe", *TRANSPORTS[transport]]
+    result = ompy.run([*args, sys.executable, str(PROGRAM), "6"], timeout=280)
+    assert result.returncode == 0, result.stderr[-4000:]
+    reports = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert sorted(report["rank"] for report in reports) == list(range(size)), result.stdout
+    for report in reports:
+        assert report["size"] == size
+        passed = set(report["passed"])
+        for label in ("world", "world root last", "split"):
+            for operation in OPERATIONS:
+                assert f"{label} {operation}" in passed, (report["rank"], label, operation)
+        for check in ("any start order", "rendezvous allreduce", "1000 starts", "errors"):
+            assert check in passed, (report["rank"], check)
