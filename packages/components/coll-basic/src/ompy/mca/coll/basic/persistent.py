@@ -1,7 +1,7 @@
 """The persistent collectives of ``basic``: every operation as a plan recorded at init.
 
 The algorithms are those of :mod:`.rooted` and :mod:`.everyone` (binomial trees, linear
-exchanges, a ring, chains for the scans), written against a
+exchanges, a ring, chains for the scans; allreduce by recursive doubling), written against a
 :class:`~ompy.ompi.mca.coll.base.PlanBuilder` instead of as generators: each function runs
 once, at ``<op>_init``, computes the peers, allocates the scratch space and records the
 transfers and local steps; every ``Start`` then replays them (see
@@ -173,12 +173,57 @@ def alltoallw(b: PlanBuilder, sendspecs: Any, recvspecs: Any) -> None:
 
 
 def allreduce(b: PlanBuilder, sendspec: Any, recvspec: Any, op: Any) -> None:
-    """Binomial reduction to rank 0, binomial broadcast from it (rank order kept)."""
-    source = recvspec.view if sendspec.in_place else sendspec.view
-    result = _tree_reduce(b, source, recvspec.count, recvspec.datatype, op, 0)
-    if b.rank == 0:
-        b.copy(recvspec.view, result)
-    _binomial_bcast(b, recvspec.view, 0)
+    """Recursive doubling, folded to a power of two: ``log2 p`` exchanges of the whole vector.
+
+    A persistent allreduce is for short vectors started many times, where the number of
+    message latencies in a row is what costs: one exchange at 2 ranks, where a reduction to a
+    root and a broadcast take two.  Rank order is kept (the lower ranks' data is always on
+    the left of ``op``), so non-commutative operations are right.
+
+    Folding: of the first ``2 * rem`` ranks (``rem = p - 2^k``), each even rank hands its
+    vector to the odd rank above it and sits out; the ``2^k`` survivors are renumbered in rank
+    order (survivor ``i`` stands for a contiguous run of ranks); each even rank gets the result
+    back from its odd neighbour at the end.
+    """
+    rank, size = b.rank, b.size
+    count, datatype, result = recvspec.count, recvspec.datatype, recvspec.view
+    if not sendspec.in_place:
+        b.copy(result, sendspec.view)
+    if size == 1:
+        return
+    pof2 = 1 << (size.bit_length() - 1)
+    rem = size - pof2
+    incoming = b.scratch(result.nbytes)
+    folded = rank < 2 * rem
+    if folded and rank % 2 == 0:
+        b.send(result, rank + 1)
+        b.wait()
+        b.recv(result, rank + 1)
+        b.wait()
+        return
+    if folded:
+        b.recv(incoming, rank - 1)
+        b.wait()
+        b.combine(op, datatype, incoming, result, count)  # result = lower op mine
+    new = rank // 2 if folded else rank - rem
+    mine, other = result, incoming
+    mask = 1
+    while mask < pof2:
+        partner_new = new ^ mask
+        partner = 2 * partner_new + 1 if partner_new < rem else partner_new + rem
+        b.send(mine, partner)
+        b.recv(other, partner)
+        b.wait()
+        if partner_new < new:
+            b.combine(op, datatype, other, mine, count)  # mine = theirs op mine
+        else:
+            b.combine(op, datatype, mine, other, count)  # other = mine op theirs
+            mine, other = other, mine
+        mask <<= 1
+    b.copy(result, mine)
+    if folded:
+        b.send(result, rank - 1)
+        b.wait()
 
 
 def reduce_scatter(
