@@ -30,10 +30,11 @@ from ..mca.topo.base import graph
 from .checks import as_int
 from .comm import Comm, Intracomm
 from .communicator import Communicator
+from .neighbor import NeighborCollectives
 from .topo_args import sized_int_list
 
 
-class Topocomm(Intracomm):
+class Topocomm(Intracomm, NeighborCollectives):
     """Topology intracommunicator."""
 
     __slots__ = ()

@@ -40,6 +40,7 @@ from .helpers import (
     send,
     subtree_size,
 )
+from .neighborhood import Neighborhood, neighborhood
 from .objects import (
     Sent,
     copy_object,
@@ -65,6 +66,7 @@ __all__ = [
     "Algorithm",
     "CollSelection",
     "CollTable",
+    "Neighborhood",
     "Provider",
     "Schedule",
     "Sent",
@@ -82,6 +84,7 @@ __all__ = [
     "encode_object",
     "finish_recv",
     "in_flight",
+    "neighborhood",
     "next_tag",
     "receive",
     "recv",
