@@ -1,4 +1,5 @@
-"""Persistent collectives of ``Intracomm`` (MPI-4): ``Barrier_init`` .. ``Exscan_init``.
+"""Persistent collectives (MPI-4): ``Intracomm.Barrier_init`` .. ``Exscan_init`` and
+``Topocomm.Neighbor_allgather_init`` .. ``Neighbor_alltoallw_init``.
 
 Each ``X_init`` checks its arguments exactly as ``X`` does (the argument functions of
 :class:`~.collective.Collectives`: same defaults, ``IN_PLACE`` and root rules, same errors),
@@ -37,6 +38,7 @@ from ..op import SUM, Op
 from .collective import Collectives
 from .communicator import Communicator
 from .info import INFO_NULL, Info, info_items
+from .neighbor import NeighborCollectives
 from .request import Prequest
 from .staging import Staging
 
@@ -193,7 +195,65 @@ class PersistentCollectives:
         return _initialize(call, "exscan", parsed)
 
 
+class PersistentNeighborCollectives:
+    """The persistent neighbor collectives of :class:`~.topocomm.Topocomm` (with
+    :class:`~.neighbor.NeighborCollectives`, whose argument functions they share)."""
+
+    __slots__ = ()
+
+    def Neighbor_allgather_init(
+        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Neighbor Gather to All."""
+        call = "Topocomm.Neighbor_allgather_init"
+        _hints(info, call)
+        parsed = _neighbors(self)._neighbor_allgather_args(call, sendbuf, recvbuf)
+        return _initialize(call, "neighbor_allgather", parsed)
+
+    def Neighbor_allgatherv_init(
+        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Neighbor Gather to All Vector."""
+        call = "Topocomm.Neighbor_allgatherv_init"
+        _hints(info, call)
+        parsed = _neighbors(self)._neighbor_allgather_args(call, sendbuf, recvbuf)
+        return _initialize(call, "neighbor_allgatherv", parsed)
+
+    def Neighbor_alltoall_init(
+        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Neighbor All to All."""
+        call = "Topocomm.Neighbor_alltoall_init"
+        _hints(info, call)
+        parsed = _neighbors(self)._neighbor_alltoall_args(call, sendbuf, recvbuf)
+        return _initialize(call, "neighbor_alltoall", parsed)
+
+    def Neighbor_alltoallv_init(
+        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Neighbor All to All Vector."""
+        call = "Topocomm.Neighbor_alltoallv_init"
+        _hints(info, call)
+        parsed = _neighbors(self)._neighbor_alltoall_args(call, sendbuf, recvbuf)
+        return _initialize(call, "neighbor_alltoallv", parsed)
+
+    def Neighbor_alltoallw_init(
+        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
+    ) -> Prequest:
+        """Persistent Neighbor All to All General."""
+        call = "Topocomm.Neighbor_alltoallw_init"
+        _hints(info, call)
+        parsed = _neighbors(self)._neighbor_alltoallw_args(call, sendbuf, recvbuf)
+        return _initialize(call, "neighbor_alltoallw", parsed)
+
+
 # -- the request --------------------------------------------------------------------------------
+
+
+def _neighbors(handle: object) -> NeighborCollectives:
+    """The handle as the neighbor collective mixin it is combined with."""
+    assert isinstance(handle, NeighborCollectives)
+    return handle
 
 
 def _collectives(handle: object) -> Collectives:

@@ -15,6 +15,8 @@ from ompy.opal.mca import Cardinality, Framework
 from .interface import (
     BLOCKING,
     INTERFACE_VERSION,
+    NEIGHBOR_BLOCKING,
+    NEIGHBOR_OBJECT_OPERATIONS,
     NONBLOCKING,
     OBJECT_OPERATIONS,
     OPERATIONS,
@@ -36,6 +38,8 @@ framework = Framework.of(
 __all__ = [
     "BLOCKING",
     "INTERFACE_VERSION",
+    "NEIGHBOR_BLOCKING",
+    "NEIGHBOR_OBJECT_OPERATIONS",
     "NONBLOCKING",
     "OBJECT_OPERATIONS",
     "OPERATIONS",

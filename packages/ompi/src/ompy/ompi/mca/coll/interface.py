@@ -131,6 +131,33 @@ if TYPE_CHECKING:
 #: The version of this interface; components declare the version they were written against.
 INTERFACE_VERSION = (1, 0)
 
+# -- neighbor collectives (issue 15): on a communicator with a topology ------------------------
+#: The blocking neighbor collectives (each with its ``i`` twin, like the others).  Block ``i`` of
+#: the send side goes to ``comm.topo.destinations[i]``, block ``j`` of the receive side comes
+#: from ``comm.topo.sources[j]`` (:func:`~ompy.ompi.mca.coll.base.neighborhood` gives both and
+#: the order MPI matches duplicate edges in); ``PROC_NULL`` entries move nothing::
+#:
+#:     neighbor_allgather(comm, sendspec, recvspec)    recvspec: VectorBufferSpec of indegree
+#:     neighbor_allgatherv(comm, sendspec, recvspec)     blocks (no MPI.IN_PLACE here)
+#:     neighbor_alltoall(comm, sendspec, recvspec)     sendspec: outdegree blocks, recvspec:
+#:     neighbor_alltoallv(comm, sendspec, recvspec)      indegree blocks (VectorBufferSpec)
+#:     neighbor_alltoallw(comm, sendspecs, recvspecs)  tuples of one BufferSpec per edge
+NEIGHBOR_BLOCKING: Final[tuple[str, ...]] = (
+    "neighbor_allgather",
+    "neighbor_allgatherv",
+    "neighbor_alltoall",
+    "neighbor_alltoallv",
+    "neighbor_alltoallw",
+)
+#: The object forms (``comm.neighbor_allgather(obj)``, ``comm.neighbor_alltoall(items)``)::
+#:
+#:     neighbor_allgather_object(comm, obj)     -> one object per source (None for PROC_NULL)
+#:     neighbor_alltoall_object(comm, items)    items: one per destination -> one per source
+NEIGHBOR_OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
+    "neighbor_allgather_object",
+    "neighbor_alltoall_object",
+)
+
 #: The blocking operations, in MPI's order; each has a nonblocking twin named ``"i" + name``.
 BLOCKING: Final[tuple[str, ...]] = (
     "barrier",
@@ -150,6 +177,7 @@ BLOCKING: Final[tuple[str, ...]] = (
     "reduce_scatter",
     "scan",
     "exscan",
+    *NEIGHBOR_BLOCKING,
 )
 #: The nonblocking operations: ``ibarrier``, ``ibcast``, ...
 NONBLOCKING: Final[tuple[str, ...]] = tuple(f"i{name}" for name in BLOCKING)
@@ -164,6 +192,7 @@ OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
     "allreduce_object",
     "scan_object",
     "exscan_object",
+    *NEIGHBOR_OBJECT_OPERATIONS,
 )
 # -- persistent collectives (MPI-4; issue 15) ------------------------------------------------
 #: The persistent operations: ``barrier_init``, ``bcast_init``, ... (same arguments as the
@@ -275,6 +304,11 @@ PERSISTENT_SIGNATURES: Final[dict[str, Any]] = {
     "reduce_scatter_init": ReduceScatterInit,
     "scan_init": AllreduceInit,
     "exscan_init": AllreduceInit,
+    "neighbor_allgather_init": AllgatherInit,
+    "neighbor_allgatherv_init": AllgatherInit,
+    "neighbor_alltoall_init": AlltoallInit,
+    "neighbor_alltoallv_init": AlltoallInit,
+    "neighbor_alltoallw_init": AlltoallwInit,
 }
 # -- end of persistent collectives ------------------------------------------------------------
 
@@ -323,6 +357,19 @@ SIGNATURES: Final[dict[str, Any]] = {
     "allreduce_object": AllreduceObject,
     "scan_object": ScanObject,
     "exscan_object": ScanObject,
+    # neighbor collectives: the shapes of their all-member twins, with per-edge blocks
+    "neighbor_allgather": Allgather,
+    "neighbor_allgatherv": Allgather,
+    "neighbor_alltoall": Alltoall,
+    "neighbor_alltoallv": Alltoall,
+    "neighbor_alltoallw": Alltoallw,
+    "ineighbor_allgather": Iallgather,
+    "ineighbor_allgatherv": Iallgather,
+    "ineighbor_alltoall": Ialltoall,
+    "ineighbor_alltoallv": Ialltoall,
+    "ineighbor_alltoallw": Ialltoallw,
+    "neighbor_allgather_object": AllgatherObject,
+    "neighbor_alltoall_object": AlltoallObject,
     **PERSISTENT_SIGNATURES,
 }
 

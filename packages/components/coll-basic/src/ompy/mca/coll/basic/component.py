@@ -3,10 +3,10 @@
 Like Open MPI's ``coll/basic``, it is the fallback under every other coll component: it runs on
 every intra-communicator at a low priority, so a faster component wins whatever it implements
 and ``basic`` serves the rest.  Each algorithm is written once, as a schedule
-(:mod:`.rooted`, :mod:`.everyone`); the blocking method runs it in the caller and the
-nonblocking one starts it on the progress engine; the persistent forms (:mod:`.persistent`)
-record a plan at init that every start replays.  The object operations (:mod:`.objects`)
-move Python objects point to point.
+(:mod:`.rooted`, :mod:`.everyone`, :mod:`.neighbor`); the blocking method runs it in the
+caller and the nonblocking one starts it on the progress engine; the persistent forms
+(:mod:`.persistent`) record a plan at init that every start replays.  The object operations
+(:mod:`.objects`) move Python objects point to point.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ompy.ompi.mca.coll import CollComponent, CollModule
 from ompy.ompi.mca.coll.base import plan_collective, run_schedule, start_schedule
 from ompy.opal.mca import Offer
 
-from . import __version__, everyone, objects, persistent, rooted
+from . import __version__, everyone, neighbor, objects, persistent, rooted
 
 
 def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
@@ -88,6 +88,15 @@ class BasicCollModule(CollModule):
     allreduce_object = staticmethod(objects.allreduce)
     scan_object = staticmethod(objects.scan)
     exscan_object = staticmethod(objects.exscan)
+    # neighbor collectives (communicators with a topology): one message per edge
+    neighbor_allgather = neighbor_allgatherv = _blocking(neighbor.neighbor_allgather)
+    ineighbor_allgather = ineighbor_allgatherv = _nonblocking(neighbor.neighbor_allgather)
+    neighbor_alltoall = neighbor_alltoallv = _blocking(neighbor.neighbor_alltoall)
+    ineighbor_alltoall = ineighbor_alltoallv = _nonblocking(neighbor.neighbor_alltoall)
+    neighbor_alltoallw = _blocking(neighbor.neighbor_alltoallw)
+    ineighbor_alltoallw = _nonblocking(neighbor.neighbor_alltoallw)
+    neighbor_allgather_object = staticmethod(neighbor.neighbor_allgather_object)
+    neighbor_alltoall_object = staticmethod(neighbor.neighbor_alltoall_object)
     # Persistent collectives (MPI-4): a plan recorded once at init, replayed by every start
     barrier_init = _persistent(persistent.barrier)
     bcast_init = _persistent(persistent.bcast)
@@ -102,6 +111,9 @@ class BasicCollModule(CollModule):
     reduce_scatter_init = _persistent(persistent.reduce_scatter)
     scan_init = _persistent(persistent.scan)
     exscan_init = _persistent(persistent.exscan)
+    neighbor_allgather_init = neighbor_allgatherv_init = _persistent(persistent.neighbor_allgather)
+    neighbor_alltoall_init = neighbor_alltoallv_init = _persistent(persistent.neighbor_alltoall)
+    neighbor_alltoallw_init = _persistent(persistent.neighbor_alltoallw)
 
 
 class BasicCollComponent(CollComponent):

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ompy.ompi.mca.coll.base import PlanBuilder, binomial_children, binomial_parent, region
+from ompy.ompi.mca.coll.base import (
+    PlanBuilder,
+    binomial_children,
+    binomial_parent,
+    neighborhood,
+    region,
+)
 
 _NOTHING = memoryview(b"")
 
@@ -282,3 +288,38 @@ def exscan(b: PlanBuilder, sendspec: Any, recvspec: Any, op: Any) -> None:
     if rank < last:
         b.send(mine, rank + 1)
         b.wait()
+
+
+# -- neighbor collectives (communicators with a topology) ----------------------------------------
+
+
+def _neighbor_exchange(b: PlanBuilder, name: str, outgoing: Any, incoming: Any) -> None:
+    """One round: a receive per in-edge and a send per out-edge (``PROC_NULL`` ones skipped),
+    in the order :func:`~ompy.ompi.mca.coll.base.neighborhood` gives, as the blocking form."""
+    edges = neighborhood(b.comm, name)
+    for block, source in edges.receives():
+        b.recv(incoming(block), source)
+    for block, dest in edges.sends():
+        b.send(outgoing(block), dest)
+    b.wait()
+
+
+def neighbor_allgather(b: PlanBuilder, sendspec: Any, recvspec: Any) -> None:
+    """``neighbor_allgather(v)``: this member's block to every out-neighbour."""
+    view = sendspec.view
+    _neighbor_exchange(b, "neighbor_allgather_init", lambda _: view, recvspec.block)
+
+
+def neighbor_alltoall(b: PlanBuilder, sendspec: Any, recvspec: Any) -> None:
+    """``neighbor_alltoall(v)``: block ``i`` to out-neighbour ``i``."""
+    _neighbor_exchange(b, "neighbor_alltoall_init", sendspec.block, recvspec.block)
+
+
+def neighbor_alltoallw(b: PlanBuilder, sendspecs: Any, recvspecs: Any) -> None:
+    """``neighbor_alltoallw``: as alltoall, one datatype and byte displacement per edge."""
+    _neighbor_exchange(
+        b,
+        "neighbor_alltoallw_init",
+        lambda block: sendspecs[block].view,
+        lambda block: recvspecs[block].view,
+    )

@@ -40,6 +40,7 @@ from .helpers import (
     send,
     subtree_size,
 )
+from .neighborhood import Neighborhood, neighborhood
 from .objects import (
     Sent,
     copy_object,
@@ -66,6 +67,7 @@ __all__ = [
     "Algorithm",
     "CollSelection",
     "CollTable",
+    "Neighborhood",
     "Phase",
     "Plan",
     "PlanBuilder",
@@ -88,6 +90,7 @@ __all__ = [
     "encode_object",
     "finish_recv",
     "in_flight",
+    "neighborhood",
     "next_tag",
     "plan_collective",
     "receive",

@@ -144,6 +144,24 @@ class CollTable:
     reduce_scatter_init: ReduceScatterInit
     scan_init: AllreduceInit
     exscan_init: AllreduceInit
+    neighbor_allgather_init: AllgatherInit
+    neighbor_allgatherv_init: AllgatherInit
+    neighbor_alltoall_init: AlltoallInit
+    neighbor_alltoallv_init: AlltoallInit
+    neighbor_alltoallw_init: AlltoallwInit
+    # neighbor collectives (on a communicator with a topology)
+    neighbor_allgather: Allgather
+    neighbor_allgatherv: Allgather
+    neighbor_alltoall: Alltoall
+    neighbor_alltoallv: Alltoall
+    neighbor_alltoallw: Alltoallw
+    ineighbor_allgather: Iallgather
+    ineighbor_allgatherv: Iallgather
+    ineighbor_alltoall: Ialltoall
+    ineighbor_alltoallv: Ialltoall
+    ineighbor_alltoallw: Ialltoallw
+    neighbor_allgather_object: AllgatherObject
+    neighbor_alltoall_object: AlltoallObject
 
     def __init__(self, modules: list[tuple[str, CollModule]]) -> None:
         #: (component name, module) of every module serving some operation, best first.

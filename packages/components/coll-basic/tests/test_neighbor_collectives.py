@@ -1,0 +1,154 @@
+"""The neighbor collectives of ``basic`` under the MPI API, in-process, on 1 to 6 ranks.
+
+Each size runs one loopback world with ``basic`` as the only coll component and the neighbor
+battery of :mod:`neighbor_battery` (every neighbor collective on Cartesian, graph and
+distributed-graph communicators, and the 2-D halo exchange against ``Sendrecv``).  The unit
+tests below pin the matching rules the battery relies on, on small hand-made neighbourhoods.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+from ompy import MPI
+from ompy.ompi.api.testing import make_world, run_ranks
+from ompy.ompi.mca.coll.base import neighborhood
+from ompy.ompi.mca.coll.base.neighborhood import swapped_pairs
+from ompy.ompi.mca.topo import CART, DIST_GRAPH, GRAPH
+from ompy.opal.mca.params import Registry
+
+sys.path.insert(0, str(Path(__file__).parent))
+import neighbor_battery  # shared with the multi-process tests in integration/neighbor
+
+BASIC_ONLY = Registry(environ={"OMPY_MCA_coll": "basic"}, files=[])
+
+
+@pytest.mark.parametrize("size", range(1, 7))
+def test_every_neighbor_collective_on_every_topology(size):
+    worlds = make_world(size, registry=BASIC_ONLY)
+    results = run_ranks(
+        worlds, lambda comm: neighbor_battery.run_neighbor_battery(MPI, comm), timeout=240
+    )
+    for passed in results:
+        assert "graph ring alltoallw" in passed
+        assert "dist graph objects" in passed
+        assert any(name.startswith("halo ") for name in passed)
+
+
+@attrs.frozen
+class _Topo:
+    kind: int
+    sources: tuple[int, ...]
+    destinations: tuple[int, ...]
+
+
+@attrs.frozen
+class _Comm:
+    topo: _Topo | None
+    name: str = "test"
+
+
+def test_cartesian_receives_are_posted_with_each_dimensions_blocks_swapped():
+    edges = neighborhood(_Comm(_Topo(CART, (3, 3, -2, 5), (3, 3, -2, 5))), "t")
+    assert edges.receive_order == (1, 0, 3, 2)
+    assert list(edges.receives()) == [(1, 3), (0, 3), (3, 5)]  # PROC_NULL skipped
+    assert list(edges.sends()) == [(0, 3), (1, 3), (3, 5)]
+    assert swapped_pairs(0) == ()
+
+
+@pytest.mark.parametrize("kind", [GRAPH, DIST_GRAPH])
+def test_graph_receives_are_posted_in_list_order(kind):
+    edges = neighborhood(_Comm(_Topo(kind, (2, 0, 2), (1,))), "t")
+    assert edges.receive_order == (0, 1, 2)
+    assert list(edges.receives()) == [(0, 2), (1, 0), (2, 2)]
+    assert list(edges.sends()) == [(0, 1)]
+
+
+def test_a_communicator_without_topology_is_refused_with_err_topology():
+    with pytest.raises(MPI.Exception) as raised:
+        neighborhood(_Comm(None), "neighbor_alltoall")
+    assert raised.value.Get_error_class() == MPI.ERR_TOPOLOGY
+    assert "neighbor_alltoall" in str(raised.value)
+
+
+def test_two_ranks_on_a_periodic_ring_swap_their_blocks_as_mpi_defines():
+    """Both neighbours are the other rank: the block sent to the left lands in its right."""
+    worlds = make_world(2, registry=BASIC_ONLY)
+
+    def body(world):
+        ring = world.Create_cart([2], [True])
+        rank = ring.Get_rank()
+        send = np.array([10 * rank + 0, 10 * rank + 1], dtype=np.int64)  # to left, to right
+        recv = np.zeros(2, dtype=np.int64)
+        ring.Neighbor_alltoall(send, recv)
+        blocking = recv.copy()
+        ring.Ineighbor_alltoall(send, recv).Wait()
+        objects = ring.neighbor_alltoall([("left", rank), ("right", rank)])
+        ring.Free()
+        return blocking.tolist(), recv.tolist(), objects
+
+    (b0, n0, o0), (b1, n1, o1) = run_ranks(worlds, body)
+    # recv[0] comes from the left neighbour, which sent it rightwards (its block 1).
+    assert b0 == n0 == [11, 10]
+    assert b1 == n1 == [1, 0]
+    assert o0 == [("right", 1), ("left", 1)]
+    assert o1 == [("right", 0), ("left", 0)]
+
+
+def test_a_one_rank_periodic_grid_sends_to_itself_across():
+    (world,) = make_world(1, registry=BASIC_ONLY)
+    grid = world.Create_cart([1, 1], [True, True])
+    recv = np.zeros(4, dtype=np.int64)
+    grid.Neighbor_alltoall(np.arange(4, dtype=np.int64), recv)
+    assert recv.tolist() == [1, 0, 3, 2]
+    assert grid.neighbor_allgather("me") == ["me"] * 4
+    grid.Free()
+
+
+def test_open_boundaries_leave_their_receive_blocks_untouched():
+    worlds = make_world(3, registry=BASIC_ONLY)
+
+    def body(world):
+        line = world.Create_cart([3], [False])
+        rank = line.Get_rank()
+        recv = np.full(2, -1, dtype=np.int64)
+        line.Neighbor_allgather(np.array([rank], dtype=np.int64), recv)
+        got = line.neighbor_allgather(rank)
+        line.Free()
+        return recv.tolist(), got
+
+    assert run_ranks(worlds, body) == [
+        ([-1, 1], [None, 1]),
+        ([0, 2], [0, 2]),
+        ([1, -1], [1, None]),
+    ]
+
+
+def test_basic_serves_every_neighbor_operation():
+    (world,) = make_world(1, registry=BASIC_ONLY)
+    cart = world.Create_cart([1], [False])
+    table = cart._c.coll
+    for operation in MPI_NEIGHBOR_OPERATIONS:
+        assert table.provider(operation) == "basic", operation
+    cart.Free()
+
+
+MPI_NEIGHBOR_OPERATIONS = (
+    "neighbor_allgather",
+    "neighbor_allgatherv",
+    "neighbor_alltoall",
+    "neighbor_alltoallv",
+    "neighbor_alltoallw",
+    "ineighbor_allgather",
+    "ineighbor_allgatherv",
+    "ineighbor_alltoall",
+    "ineighbor_alltoallv",
+    "ineighbor_alltoallw",
+    "neighbor_allgather_object",
+    "neighbor_alltoall_object",
+)

@@ -1,0 +1,85 @@
+"""The neighbours of a neighbor collective, and the order in which MPI matches their blocks.
+
+A neighbor collective sends block ``i`` to ``topo.destinations[i]`` and receives block ``j``
+from ``topo.sources[j]`` (the communicator's topology, :mod:`ompy.ompi.mca.topo`); a
+``PROC_NULL`` entry (a non-periodic Cartesian boundary) moves nothing and leaves its receive
+block as it was.
+
+The only subtle part is an edge that appears twice between the same two processes, where only
+the order of the messages tells the blocks apart (they share the call's tag):
+
+- on a **Cartesian** topology a periodic dimension of extent 1 or 2 has the same process as
+  its -1 and its +1 neighbour.  MPI (4.1 section 8.6 and its example 8.10, the erratum of
+  MPI-3.1 from mpi-forum issue 153) wants the block a process sends in the negative direction
+  to land in the receiver's *positive*-direction block and vice versa, which is what happens
+  on a larger grid, where the receiver sees the sender as its +1 neighbour.  Sends are started
+  in block order (``2d`` then ``2d+1``), so the receives are posted with the two blocks of
+  each dimension swapped (``2d+1`` then ``2d``): the first message from the peer in dimension
+  ``d`` fills block ``2d+1``.  When the two neighbours differ, the order changes nothing.
+- on **graph** and **distributed graph** topologies the k-th edge from a process matches the
+  k-th edge to it, in the order the lists give: receives are posted in list order.
+
+Every algorithm posts its receives in :attr:`Neighborhood.receive_order`, then starts its
+sends in block order, so non-overtaking point-to-point order does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from ....constants import PROC_NULL
+from ....errors import ERR_TOPOLOGY
+from ....errors import Exception as MPIException
+from ...topo import CART
+
+
+@attrs.frozen
+class Neighborhood:
+    """What one member of a neighbor collective exchanges with whom."""
+
+    #: Who sends receive block ``j`` (``PROC_NULL``: nobody, the block is left as it was).
+    sources: tuple[int, ...]
+    #: Who receives send block ``i`` (``PROC_NULL``: nobody).
+    destinations: tuple[int, ...]
+    #: The receive blocks in the order their receives must be posted (see the module).
+    receive_order: tuple[int, ...]
+
+    def receives(self) -> Iterator[tuple[int, int]]:
+        """``(block, source)`` of every receive to post, in posting order (no PROC_NULL)."""
+        sources = self.sources
+        for block in self.receive_order:
+            source = sources[block]
+            if source != PROC_NULL:
+                yield block, source
+
+    def sends(self) -> Iterator[tuple[int, int]]:
+        """``(block, destination)`` of every send to start, in block order (no PROC_NULL)."""
+        for block, destination in enumerate(self.destinations):
+            if destination != PROC_NULL:
+                yield block, destination
+
+
+def swapped_pairs(count: int) -> tuple[int, ...]:
+    """``1, 0, 3, 2, ...``: the receive order of a Cartesian topology of ``count // 2`` dims."""
+    return tuple(index ^ 1 for index in range(count))
+
+
+def neighborhood(comm: Any, operation: str) -> Neighborhood:
+    """The neighbours of the calling member of ``comm`` for ``operation`` (for error messages).
+
+    Raises ``ERR_TOPOLOGY`` when ``comm`` has no topology: a neighbor collective needs one.
+    """
+    topo = comm.topo
+    if topo is None:
+        raise MPIException(
+            ERR_TOPOLOGY,
+            f"{operation}: the communicator {comm.name!r} has no topology; neighbor "
+            "collectives run on communicators made by Create_cart, Create_graph or "
+            "Create_dist_graph(_adjacent)",
+        )
+    sources, destinations = tuple(topo.sources), tuple(topo.destinations)
+    order = swapped_pairs(len(sources)) if topo.kind == CART else tuple(range(len(sources)))
+    return Neighborhood(sources, destinations, order)
