@@ -5,7 +5,9 @@ One job per size (1 to 5 ranks: odd sizes and non-powers of two included) and tr
 (rooted ones at the first and the last rank) and on a Split communicator, each started many
 times with new data and checked against a numpy reference after every start; requests started
 in a different order on each rank among ordinary and nonblocking collectives; 1 MiB messages
-(the rendezvous protocols); 1,000 starts; the errors MPI's rules call for.
+(the rendezvous protocols); 1,000 starts; the errors MPI's rules call for; every
+``Neighbor_*_init`` on every kind of topology, and a 2-D halo exchange with
+``Neighbor_alltoallw_init``.
 """
 
 from __future__ import annotations
@@ -62,3 +64,7 @@ def test_every_persistent_collective_in_one_job(ompy, size, transport):
                 assert f"{label} {operation}" in passed, (report["rank"], label, operation)
         for check in ("any start order", "rendezvous allreduce", "1000 starts", "errors"):
             assert check in passed, (report["rank"], check)
+        assert "neighbor halo Neighbor_alltoallw_init" in passed, report["rank"]
+        for topology in ("cart 1-d periodic", "cart 1-d open", "graph ring", "dist graph"):
+            for operation in ("allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw"):
+                assert f"neighbor {topology} {operation}" in passed, (report["rank"], topology)

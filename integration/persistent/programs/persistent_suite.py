@@ -6,17 +6,23 @@ new data each time; after every start the result is checked against a numpy refe
 locally (every rank's data is a known function of its rank and the start number).  Then: the
 requests started in a different order on each rank (one by one and with Startall), mixed with
 ordinary and nonblocking collectives in flight; rendezvous-sized messages; 1,000 starts of a
-one-double Allreduce_init timed against 1,000 plain Allreduce calls; and the errors MPI's rules
-call for.  The report lists what passed.
+one-double Allreduce_init timed against 1,000 plain Allreduce calls; the errors MPI's rules
+call for; and every ``Neighbor_*_init`` on Cartesian, graph and distributed-graph topologies
+(``packages/ompi/tests/persistent_neighbor_battery.py``), a 2-D halo exchange included.  The
+report lists what passed.
 """
 
 import json
 import random
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from ompy import MPI
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "packages/ompi/tests"))
+from persistent_neighbor_battery import run_persistent_neighbor_battery
 
 STARTS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 world = MPI.COMM_WORLD
@@ -312,6 +318,7 @@ any_order_with_other_collectives(world)
 rendezvous_sized(world)
 times = timing(world)
 errors(world)
+passed.extend(f"neighbor {name}" for name in run_persistent_neighbor_battery(MPI, world))
 print(
     json.dumps({"rank": world.Get_rank(), "size": world.Get_size(), "passed": passed, **times}),
     flush=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import cProfile
 import pstats
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,10 @@ from ompy.MPI import (
     Exception as MPIException,
 )
 from ompy.ompi.api.testing import make_world, run_ranks
+
+sys.path.insert(0, str(Path(__file__).parent))
+from persistent_neighbor_battery import run_persistent_neighbor_battery
+
 from ompy.ompi.mca.coll.base import PlanBuilder, persistent
 from ompy.ompi.mca.coll.base.persistent import TAGS, PersistentTags
 
@@ -550,3 +555,40 @@ def test_persistent_tags_stay_out_of_every_other_range_of_library_tags():
     assert persistent.FIRST_TAG < coll_tags.LAST_TAG
     assert persistent.FIRST_TAG < api_tags.TAG_SCATTER
     assert lowest > api_tags.PICKLE_CHANNEL_BASE
+
+
+# -- neighbor collectives ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_persistent_neighbor_collectives_match_their_blocking_forms_on_every_topology(size):
+    from ompy import MPI
+
+    results = run_ranks(
+        make_world(size), lambda comm: run_persistent_neighbor_battery(MPI, comm), timeout=120
+    )
+    for passed in results:
+        assert "halo Neighbor_alltoallw_init" in passed
+        for topology in ("cart 1-d periodic", "cart 2-d", "graph ring", "dist graph"):
+            for operation in ("allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw"):
+                assert f"{topology} {operation}" in passed
+
+
+def test_bad_neighbor_arguments_fail_at_init():
+    def body(comm):
+        ring = comm.Create_cart([comm.Get_size()], [True])
+        with pytest.raises(ValueError, match="multiple"):
+            ring.Neighbor_alltoall_init(np.zeros(4), np.zeros(5))  # 2 blocks each way
+        with pytest.raises(TypeError, match="info must be an Info"):
+            ring.Neighbor_allgather_init(np.zeros(1), np.zeros(2), info=0)
+        request = ring.Neighbor_allgather_init(np.ones(1), np.zeros(2))
+        request.Start()
+        with pytest.raises(MPIException) as active:
+            request.Free()
+        assert active.value.Get_error_class() == ERR_REQUEST
+        request.Wait()
+        request.Free()
+        ring.Free()
+        return True
+
+    assert all(run_ranks(make_world(3), body, timeout=30))
