@@ -7,7 +7,7 @@ times with new data and checked against a numpy reference after every start; req
 in a different order on each rank among ordinary and nonblocking collectives; 1 MiB messages
 (the rendezvous protocols); 1,000 starts; the errors MPI's rules call for; every
 ``Neighbor_*_init`` on every kind of topology, and a 2-D halo exchange with
-``Neighbor_alltoallw_init``.
+``Neighbor_alltoallw_init``.  The same suite runs in a heterogeneous job (a big-endian rank).
 """
 
 from __future__ import annotations
@@ -48,10 +48,30 @@ OPERATIONS = (
 )
 
 
+#: Rank 1 presents big-endian data: every buffer goes through stand-ins refilled per start, and
+#: the reductions through a persistent allgather of the contributions.
+BIG_ENDIAN_RANK_1 = [
+    "--mca",
+    "opal_arch_byteorder",
+    "big",
+    "--mca",
+    "opal_arch_byteorder_ranks",
+    "1",
+]
+
+
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 @pytest.mark.parametrize("size", [1, 2, 3, 4, 5])
 def test_every_persistent_collective_in_one_job(ompy, size, transport):
-    args = ["-n", str(size), "--oversubscribe", *TRANSPORTS[transport]]
+    check_suite(ompy, size, TRANSPORTS[transport])
+
+
+def test_every_persistent_collective_in_a_heterogeneous_job(ompy):
+    check_suite(ompy, 3, [*TRANSPORTS["sm"], *BIG_ENDIAN_RANK_1])
+
+
+def check_suite(ompy, size, mca):
+    args = ["-n", str(size), "--oversubscribe", *mca]
     result = ompy.run([*args, sys.executable, str(PROGRAM), "6"], timeout=280)
     assert result.returncode == 0, result.stderr[-4000:]
     reports = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

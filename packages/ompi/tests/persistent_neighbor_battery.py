@@ -31,7 +31,7 @@ def _data(shape: Any, rank: int, start: int, salt: int = 0) -> np.ndarray:
     return ((np.arange(count) + 5 * rank + 11 * start + 3 * salt) % 17 + 1).reshape(shape)
 
 
-def _cases(MPI: Any, topo: Any) -> list[tuple[str, Any, Any, Any, Any]]:
+def _cases(MPI: Any, topo: Any, cartesian: bool) -> list[tuple[str, Any, Any, Any, Any]]:
     """(name, persistent request, refill(start), blocking(receive buffer), receive buffer)."""
     rank = topo.Get_rank()
     indegree, outdegree = len(topo.inedges), len(topo.outedges)
@@ -76,7 +76,13 @@ def _cases(MPI: Any, topo: Any) -> list[tuple[str, Any, Any, Any, Any]]:
     sdispls = [sum(scounts[:i]) for i in range(outdegree)]
     svv = np.zeros(sum(scounts))
     rvv = np.full(3 * indegree, SENTINEL)
-    rcounts = [3] * indegree  # at most 3 arrive per edge; the rest stays SENTINEL
+    # Exactly what arrives on each in-edge (a sender puts (i % 3) + 1 on its out-edge i); the
+    # rest of each 3-element block stays SENTINEL, as does a PROC_NULL edge's block.
+    edges = neighbor_battery.Edges(topo, cartesian)
+    rcounts = [
+        3 if source == MPI.PROC_NULL else edges.sender_block(j) % 3 + 1
+        for j, source in enumerate(topo.inedges)
+    ]
     rdispls = [3 * j for j in range(indegree)]
     cases.append(
         (
@@ -107,8 +113,8 @@ def _cases(MPI: Any, topo: Any) -> list[tuple[str, Any, Any, Any, Any]]:
     return cases
 
 
-def _check_topology(MPI: Any, topo: Any, name: str, passed: list[str]) -> None:
-    cases = _cases(MPI, topo)
+def _check_topology(MPI: Any, topo: Any, name: str, cartesian: bool, passed: list[str]) -> None:
+    cases = _cases(MPI, topo, cartesian)
     for start in range(STARTS):
         for operation, request, refill, blocking, received in cases:
             refill(start)
@@ -176,11 +182,11 @@ def _halo(MPI: Any, comm: Any, passed: list[str], ny: int = 4, nx: int = 3) -> N
 def run_persistent_neighbor_battery(MPI: Any, comm: Any) -> list[str]:
     """Every ``Neighbor_*_init`` on every topology of the neighbor battery; checks passed."""
     passed: list[str] = []
-    for name, topo, _cartesian in neighbor_battery._topologies(MPI, comm):
+    for name, topo, cartesian in neighbor_battery._topologies(MPI, comm):
         if topo == MPI.COMM_NULL:
             continue
         try:
-            _check_topology(MPI, topo, name, passed)
+            _check_topology(MPI, topo, name, cartesian, passed)
         finally:
             topo.Free()
     _halo(MPI, comm, passed)

@@ -20,10 +20,10 @@ MPI's rules, as checked here:
 
 Buffers of derived datatypes get stand-ins once, at init (:mod:`.staging`); each start refills
 the input stand-ins from the program's buffers and each completion unpacks the results, before
-the request reports completion.  In a heterogeneous job a reduction has no persistent plan (it
-converts every member's contribution, :mod:`.hetero_reductions`): its persistent form starts
-the nonblocking reduction at each start, which then also requires the members to start it in
-the same order as their other collectives on the communicator.
+the request reports completion.  In a heterogeneous job a reduction converts every member's
+contribution (:mod:`.hetero_reductions`): its persistent form is a persistent allgather of the
+contributions (its own tag, like any persistent collective), refilled at each start and
+followed by the local conversion and reduction.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from typing import Any
 from ..completion import CoreRequest, chain
 from ..errors import ERR_COMM, ERR_OP, ERR_REQUEST
 from ..errors import Exception as MPIException
+from ..mca.coll.interface import PersistentCollective
 from ..op import SUM, Op
 from .collective import Collectives
 from .communicator import Communicator
+from .hetero_reductions import HeteroReductions
 from .info import INFO_NULL, Info, info_items
 from .neighbor import NeighborCollectives
 from .request import Prequest
@@ -270,22 +272,28 @@ def _hints(info: Any, call: str) -> None:
 def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
     """The inactive persistent request of ``operation`` on the parsed arguments."""
     c, args, staging = parsed
+    finish: Callable[[], None] | None = None
+    refill: Callable[[], None] | None = None
     if staging is not None and staging.hetero and staging.reduction:
-        starter = _restarting(c, staging, "i" + operation, args)
-        return Prequest._persistent(starter, c)
-    persistent = getattr(c.coll, operation + "_init")(c, *args)
-    if staging is not None and not staging.pending and not staging._loads:
-        staging = None  # nothing to refill or unpack
+        hetero = HeteroReductions(staging).persistent(c, operation, args)
+        persistent: PersistentCollective = hetero.allgather
+        refill, finish = hetero.refill, hetero.reduce
+    else:
+        persistent = getattr(c.coll, operation + "_init")(c, *args)
+    if staging is not None and (staging.pending or staging._loads):
+        finish = staging.unpack if finish is None else _both(staging.unpack, finish)
+        refill = staging.reload if refill is None else _both(staging.reload, refill)
 
     def start() -> Any:
         if c.freed:
             raise MPIException(
                 ERR_COMM, f"Prequest.Start: the communicator of this {call} request was freed"
             )
-        if staging is None:
+        if refill is not None:
+            refill()
+        if finish is None:
             return persistent.start()
-        staging.reload()
-        return _Unpacked(persistent.start(), staging)
+        return _Finished(persistent.start(), finish)
 
     def on_free(active: Any) -> None:
         if active is not None:
@@ -300,31 +308,25 @@ def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
     return Prequest._persistent(start, c, on_free)
 
 
-def _restarting(
-    c: Communicator, staging: Staging, operation: str, args: tuple[Any, ...]
-) -> Callable[[], Any]:
-    """A heterogeneous job's persistent reduction: the nonblocking one, started each time."""
-    table = staging.table()
-    begin = getattr(table, operation)
+def _both(first: Callable[[], None], then: Callable[[], None]) -> Callable[[], None]:
+    def both() -> None:
+        first()
+        then()
 
-    def start() -> Any:
-        if c.freed:
-            raise MPIException(ERR_COMM, "Prequest.Start: the communicator was freed")
-        staging.reload()
-        return _Unpacked(begin(c, *args), staging)
-
-    return start
+    return both
 
 
-class _Unpacked(CoreRequest):
-    """One start of a persistent collective with stand-ins: complete once they are unpacked."""
+class _Finished(CoreRequest):
+    """One start whose results need local work once the transfers completed (unpacking
+    stand-ins, a heterogeneous reduction): complete only after it, so a program that sees the
+    request complete sees its data in place."""
 
-    __slots__ = ("inner", "staging")
+    __slots__ = ("finishing", "inner")
 
-    def __init__(self, inner: Any, staging: Staging) -> None:
+    def __init__(self, inner: Any, finishing: Callable[[], None]) -> None:
         super().__init__()
         self.inner = inner
-        self.staging = staging
+        self.finishing = finishing
         if inner.complete:
             self._done(inner)
         else:
@@ -335,9 +337,9 @@ class _Unpacked(CoreRequest):
             self.fail(inner.error, inner.exception)
             return
         try:
-            self.staging.unpack()
+            self.finishing()
         except Exception as error:
-            self.fail(ERR_OP, error)
+            self.fail(error.error_class if isinstance(error, MPIException) else ERR_OP, error)
             return
         self.finish()
 
