@@ -424,6 +424,27 @@ def test_bad_arguments_fail_at_init_with_mpi_errors():
     assert all(run_ranks(make_world(3), body, timeout=30))
 
 
+def test_an_init_refused_on_one_member_only_keeps_the_members_tags_in_step():
+    """The root's receive buffer is not size blocks: only the root raises; the next inits match."""
+
+    def body(comm):
+        rank, size = comm.Get_rank(), comm.Get_size()
+        if rank == 0:
+            with pytest.raises(ValueError, match="multiple"):
+                comm.Gather_init(np.zeros(2), np.zeros(2 * size - 1), root=0)
+        else:
+            comm.Gather_init(np.zeros(2), None, root=0).Free()  # never started
+        mine, total = np.full(3, rank + 1.0), np.zeros(3)
+        request = comm.Allreduce_init(mine, total)
+        request.Start()
+        request.Wait()
+        request.Free()
+        return total.tolist()
+
+    expected = [[6.0] * 3] * 3
+    assert run_ranks(make_world(3), body, timeout=30) == expected
+
+
 def test_starting_on_a_freed_communicator_is_refused():
     def body(comm):
         dup = comm.Dup()

@@ -56,14 +56,13 @@ class PersistentCollectives:
     def Barrier_init(self, info: Info = INFO_NULL) -> Prequest:
         """Persistent Barrier."""
         call = "Comm.Barrier_init"
-        _hints(info, call)
-        c = _collectives(self)._live(call)
+        c = _begin(self, call, info)
         return _initialize(call, "barrier", (c, (), None))
 
     def Bcast_init(self, buf: Any, root: int = 0, info: Info = INFO_NULL) -> Prequest:
         """Persistent Broadcast."""
         call = "Comm.Bcast_init"
-        _hints(info, call)
+        _begin(self, call, info)
         return _initialize(call, "bcast", _collectives(self)._bcast_args(call, buf, root))
 
     def Gather_init(
@@ -71,7 +70,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Gather."""
         call = "Comm.Gather_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._gather_args(call, sendbuf, recvbuf, root)
         return _initialize(call, "gather", parsed)
 
@@ -80,7 +79,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Gather Vector."""
         call = "Comm.Gatherv_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._gather_args(call, sendbuf, recvbuf, root)
         return _initialize(call, "gatherv", parsed)
 
@@ -89,7 +88,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Scatter."""
         call = "Comm.Scatter_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._scatter_args(call, sendbuf, recvbuf, root)
         return _initialize(call, "scatter", parsed)
 
@@ -98,42 +97,42 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Scatter Vector."""
         call = "Comm.Scatterv_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._scatter_args(call, sendbuf, recvbuf, root)
         return _initialize(call, "scatterv", parsed)
 
     def Allgather_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
         """Persistent Gather to All."""
         call = "Comm.Allgather_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._allgather_args(call, sendbuf, recvbuf)
         return _initialize(call, "allgather", parsed)
 
     def Allgatherv_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
         """Persistent Gather to All Vector."""
         call = "Comm.Allgatherv_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._allgather_args(call, sendbuf, recvbuf)
         return _initialize(call, "allgatherv", parsed)
 
     def Alltoall_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
         """Persistent All to All Scatter/Gather."""
         call = "Comm.Alltoall_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._alltoall_args(call, sendbuf, recvbuf)
         return _initialize(call, "alltoall", parsed)
 
     def Alltoallv_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
         """Persistent All to All Scatter/Gather Vector."""
         call = "Comm.Alltoallv_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._alltoall_args(call, sendbuf, recvbuf)
         return _initialize(call, "alltoallv", parsed)
 
     def Alltoallw_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
         """Persistent All to All Scatter/Gather General."""
         call = "Comm.Alltoallw_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._alltoallw_args(call, sendbuf, recvbuf)
         return _initialize(call, "alltoallw", parsed)
 
@@ -142,7 +141,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Reduce to Root."""
         call = "Comm.Reduce_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._reduce_args(call, sendbuf, recvbuf, op, root)
         return _initialize(call, "reduce", parsed)
 
@@ -151,7 +150,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Reduce to All."""
         call = "Comm.Allreduce_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
         return _initialize(call, "allreduce", parsed)
 
@@ -160,7 +159,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Reduce-Scatter Block (regular, non-vector version)."""
         call = "Comm.Reduce_scatter_block_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._reduce_scatter_block_args(call, sendbuf, recvbuf, op)
         return _initialize(call, "reduce_scatter_block", parsed)
 
@@ -174,7 +173,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Reduce-Scatter (vector version)."""
         call = "Comm.Reduce_scatter_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._reduce_scatter_args(call, sendbuf, recvbuf, recvcounts, op)
         return _initialize(call, "reduce_scatter", parsed)
 
@@ -183,7 +182,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Inclusive Scan."""
         call = "Intracomm.Scan_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
         return _initialize(call, "scan", parsed)
 
@@ -192,7 +191,7 @@ class PersistentCollectives:
     ) -> Prequest:
         """Persistent Exclusive Scan."""
         call = "Intracomm.Exscan_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
         return _initialize(call, "exscan", parsed)
 
@@ -208,7 +207,7 @@ class PersistentNeighborCollectives:
     ) -> Prequest:
         """Persistent Neighbor Gather to All."""
         call = "Topocomm.Neighbor_allgather_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _neighbors(self)._neighbor_allgather_args(call, sendbuf, recvbuf)
         return _initialize(call, "neighbor_allgather", parsed)
 
@@ -217,7 +216,7 @@ class PersistentNeighborCollectives:
     ) -> Prequest:
         """Persistent Neighbor Gather to All Vector."""
         call = "Topocomm.Neighbor_allgatherv_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _neighbors(self)._neighbor_allgather_args(call, sendbuf, recvbuf)
         return _initialize(call, "neighbor_allgatherv", parsed)
 
@@ -226,7 +225,7 @@ class PersistentNeighborCollectives:
     ) -> Prequest:
         """Persistent Neighbor All to All."""
         call = "Topocomm.Neighbor_alltoall_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _neighbors(self)._neighbor_alltoall_args(call, sendbuf, recvbuf)
         return _initialize(call, "neighbor_alltoall", parsed)
 
@@ -235,7 +234,7 @@ class PersistentNeighborCollectives:
     ) -> Prequest:
         """Persistent Neighbor All to All Vector."""
         call = "Topocomm.Neighbor_alltoallv_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _neighbors(self)._neighbor_alltoall_args(call, sendbuf, recvbuf)
         return _initialize(call, "neighbor_alltoallv", parsed)
 
@@ -244,7 +243,7 @@ class PersistentNeighborCollectives:
     ) -> Prequest:
         """Persistent Neighbor All to All General."""
         call = "Topocomm.Neighbor_alltoallw_init"
-        _hints(info, call)
+        _begin(self, call, info)
         parsed = _neighbors(self)._neighbor_alltoallw_args(call, sendbuf, recvbuf)
         return _initialize(call, "neighbor_alltoallw", parsed)
 
@@ -264,9 +263,15 @@ def _collectives(handle: object) -> Collectives:
     return handle
 
 
-def _hints(info: Any, call: str) -> None:
-    """Check ``info`` (an ``Info``, ``INFO_NULL`` or None); no hint changes a plan yet."""
+def _begin(handle: Any, call: str, info: Any) -> Communicator:
+    """What every init does first: the live communicator, its tag drawn before anything can
+    fail on this member only (:meth:`~ompy.ompi.mca.coll.base.persistent.PersistentTags.
+    reserve`), and ``info`` checked (an ``Info``, ``INFO_NULL`` or None; no hint changes a plan
+    yet)."""
+    c: Communicator = handle._live(call)
+    c.coll.persistent.reserve()
     info_items(info, call)
+    return c
 
 
 def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
@@ -281,7 +286,7 @@ def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
     else:
         persistent = getattr(c.coll, operation + "_init")(c, *args)
     if staging is not None and (staging.pending or staging._loads):
-        finish = staging.unpack if finish is None else _both(staging.unpack, finish)
+        finish = staging.unpack if finish is None else _both(finish, staging.unpack)
         refill = staging.reload if refill is None else _both(staging.reload, refill)
 
     def start() -> Any:

@@ -89,16 +89,31 @@ class PersistentTags:
     init fails rather than risk mixing the two requests' messages.
     """
 
-    __slots__ = ("live", "sequence")
+    __slots__ = ("live", "reserved", "sequence")
 
     def __init__(self) -> None:
         self.sequence = 0
         self.live: set[int] = set()
+        #: The tag drawn by :meth:`reserve` for the init call in progress, if any.
+        self.reserved: int | None = None
+
+    def reserve(self) -> None:
+        """Draw the tag of an init call as it begins, before its arguments are checked.
+
+        Every member draws once per init call, even one whose arguments turn out bad on this
+        member only (a root's buffer, say): the counters of the members stay equal, so the
+        next init gets the same tag everywhere.  :meth:`claim` then takes the reserved tag.
+        """
+        self.reserved = FIRST_TAG - self.sequence % TAGS
+        self.sequence += 1
 
     def claim(self, comm_name: str) -> int:
-        """The tag of the persistent collective being initialized now."""
-        tag = FIRST_TAG - self.sequence % TAGS
-        self.sequence += 1
+        """The tag of the persistent collective being initialized now (reserved, or drawn)."""
+        tag = self.reserved
+        if tag is None:
+            tag = FIRST_TAG - self.sequence % TAGS
+            self.sequence += 1
+        self.reserved = None
         if tag in self.live:
             raise MPIException(
                 ERR_INTERN,
