@@ -8,17 +8,20 @@ tests below pin the matching rules the battery relies on, on small hand-made nei
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ompy import MPI
 from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.mca.coll.base import neighborhood
-from ompy.ompi.mca.coll.base.neighborhood import swapped_pairs
+from ompy.ompi.mca.coll.base.neighborhood import asymmetric_edge, swapped_pairs
 from ompy.ompi.mca.topo import CART, DIST_GRAPH, GRAPH
 from ompy.opal.mca.params import Registry
 
@@ -152,3 +155,56 @@ MPI_NEIGHBOR_OPERATIONS = (
     "neighbor_allgather_object",
     "neighbor_alltoall_object",
 )
+
+
+def test_an_asymmetric_graph_is_refused_on_every_member_before_anything_moves():
+    """Node 0 lists node 1 twice, node 1 lists node 0 once: MPI forbids neighbor collectives."""
+    worlds = make_world(2, registry=BASIC_ONLY)
+
+    def body(world):
+        graph = world.Create_graph([2, 3], [1, 1, 0])
+        refusals = []
+        for call in (
+            lambda: graph.Neighbor_allgather(np.zeros(1), np.zeros(graph.indegree)),
+            lambda: graph.Ineighbor_alltoall(np.zeros(graph.outdegree), np.zeros(graph.indegree)),
+            lambda: graph.neighbor_alltoall([0] * graph.outdegree),
+        ):
+            with pytest.raises(MPI.Exception) as raised:
+                call()
+            refusals.append((raised.value.Get_error_class(), str(raised.value)))
+        world.Barrier()  # nothing was left in flight: the world still works
+        graph.Free()
+        return refusals
+
+    for refusals in run_ranks(worlds, body):
+        for error_class, message in refusals:
+            assert error_class == MPI.ERR_TOPOLOGY
+            assert "more edges from node 0 to node 1 than from 1 to 0" in message
+
+
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)))
+        )
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_a_graph_is_symmetric_exactly_when_every_pair_has_as_many_edges_each_way(case, rng):
+    nodes, pairs = case
+    lists = [[] for _ in range(nodes)]
+    for u, v in pairs:  # undirected edges: one entry at each end (a self-loop: one)
+        lists[u].append(v)
+        if u != v:
+            lists[v].append(u)
+    for neighbours in lists:
+        rng.shuffle(neighbours)
+    index = tuple(itertools.accumulate(len(neighbours) for neighbours in lists))
+    edges = tuple(v for neighbours in lists for v in neighbours)
+    assert asymmetric_edge(index, edges) is None
+    u, v = rng.randrange(nodes), rng.randrange(nodes)
+    if u != v:  # one more directed edge u -> v breaks it, and is named
+        lists[u].append(v)
+        index = tuple(itertools.accumulate(len(neighbours) for neighbours in lists))
+        edges = tuple(v for neighbours in lists for v in neighbours)
+        assert asymmetric_edge(index, edges) == (u, v)
