@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..constants import IN_PLACE, PROC_NULL
-from ..datatype.buffer import parse_buffer
+from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
-from .collective import _per_rank, _staging, _w_specs
+from .collective import _count_given, _per_rank, _staging, _w_specs
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
@@ -48,9 +48,7 @@ class NeighborCollectives:
         c = self._live(call)
         sources, _ = _edges(c, call)
         sendspec = parse_buffer(_message(sendbuf, call, "sendbuf"), readonly=True)
-        recvspec = _per_rank(
-            _message(recvbuf, call, "recvbuf"), len(sources), call, "recvbuf", readonly=False
-        )
+        recvspec = _edge_blocks(recvbuf, len(sources), call, "recvbuf", readonly=False)
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(
             recvspec, output=True, load=PROC_NULL in sources, origins=_origins(c, sources)
@@ -77,12 +75,8 @@ class NeighborCollectives:
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         sources, destinations = _edges(c, call)
-        sendspec = _per_rank(
-            _message(sendbuf, call, "sendbuf"), len(destinations), call, "sendbuf", readonly=True
-        )
-        recvspec = _per_rank(
-            _message(recvbuf, call, "recvbuf"), len(sources), call, "recvbuf", readonly=False
-        )
+        sendspec = _edge_blocks(sendbuf, len(destinations), call, "sendbuf", readonly=True)
+        recvspec = _edge_blocks(recvbuf, len(sources), call, "recvbuf", readonly=False)
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(
             recvspec, output=True, load=PROC_NULL in sources, origins=_origins(c, sources)
@@ -171,6 +165,19 @@ def _message(buf: Any, call: str, what: str) -> Any:
             "receive messages are separate buffers)"
         )
     return buf
+
+
+def _edge_blocks(msg: Any, edges: int, call: str, what: str, *, readonly: bool) -> VectorBufferSpec:
+    """A message of one block per edge, read as mpi4py reads a collective's block message.
+
+    An explicit count is per block, so with no edge at all (a process without neighbours)
+    the buffer holds nothing whatever the count says, as in mpi4py, which never checks a
+    count against a buffer it will not touch.
+    """
+    msg = _message(msg, call, what)
+    if edges == 0 and not call.endswith("v") and _count_given(msg):
+        msg = [msg[0], msg[-1]] if len(msg) > 2 else msg[0]
+    return _per_rank(msg, edges, call, what, readonly=readonly)
 
 
 def _origin(c: Communicator, source: int) -> int:
