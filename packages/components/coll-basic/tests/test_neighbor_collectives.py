@@ -208,3 +208,77 @@ def test_a_graph_is_symmetric_exactly_when_every_pair_has_as_many_edges_each_way
         index = tuple(itertools.accumulate(len(neighbours) for neighbours in lists))
         edges = tuple(v for neighbours in lists for v in neighbours)
         assert asymmetric_edge(index, edges) == (u, v)
+
+
+class _Unloadable:
+    """Pickles, but refuses to be unpickled: the receiving side's decoding fails."""
+
+    def __reduce__(self):
+        return (_refuse, ())
+
+
+def _refuse():
+    raise RuntimeError("this object refuses to be unpickled")
+
+
+#: What the culprit does wrong in each case, and the call it makes.
+_BAD = {
+    "allgather unpicklable": lambda c: c.neighbor_allgather(lambda: None),
+    "allgather unloadable": lambda c: c.neighbor_allgather(_Unloadable()),
+    "alltoall unpicklable": lambda c: c.neighbor_alltoall([lambda: None] * c.outdegree),
+    "alltoall unloadable": lambda c: c.neighbor_alltoall([_Unloadable()] * c.outdegree),
+    "alltoall length": lambda c: c.neighbor_alltoall([0] * (c.outdegree + 1)),
+}
+#: What every other member calls in the same case.
+_GOOD = {
+    "allgather": lambda c: c.neighbor_allgather(c.Get_rank()),
+    "alltoall": lambda c: c.neighbor_alltoall([c.Get_rank()] * c.outdegree),
+}
+
+
+def _outcome(call, comm):
+    try:
+        call(comm)
+    except MPI.Exception as error:
+        return ("peer", str(error))
+    except Exception as error:  # this member's own failure
+        return ("own", type(error).__name__)
+    return ("ok",)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_a_member_whose_objects_fail_still_plays_its_part_so_no_neighbour_waits(size):
+    """An unpicklable or undecodable object, or a wrong number of items, on one member: every
+    member returns or raises (the culprit its own error, a neighbour an MPI.Exception naming
+    it), and the next collective works."""
+
+    def play(world):
+        rank = world.Get_rank()
+        outcomes = {}
+        ring_edges = [v for u in range(size) for v in ((u + 1) % size, (u - 1) % size)]
+        topologies = {
+            "ring": world.Create_cart([size], [True]),
+            "graph": world.Create_graph(list(range(2, 2 * size + 1, 2)), ring_edges),
+        }
+        for topology, comm in topologies.items():
+            for culprit in range(size):
+                for case, bad in _BAD.items():
+                    call = bad if rank == culprit else _GOOD[case.split()[0]]
+                    outcomes[topology, case, culprit] = _outcome(call, comm)
+                    assert world.allreduce(1) == size, (topology, case, culprit)
+            comm.Free()
+        return outcomes
+
+    results = run_ranks(make_world(size, registry=BASIC_ONLY), play, timeout=240)
+    for key in results[0]:
+        _, case, culprit = key
+        for rank, outcomes in enumerate(results):
+            outcome = outcomes[key]
+            if outcome[0] == "peer":
+                assert f"rank {culprit} failed" in outcome[1], (key, rank, outcome)
+            if rank == culprit and "unloadable" not in case:
+                assert outcome[0] == "own", (key, outcome)  # its objects had to be encoded
+        neighbour = (culprit + 1) % size
+        if neighbour != culprit:  # the culprit's neighbours learn of it (or fail to decode)
+            want = "own" if "unloadable" in case else "peer"
+            assert results[neighbour][key][0] == want, (key, results[neighbour][key])

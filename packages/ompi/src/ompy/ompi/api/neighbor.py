@@ -17,6 +17,7 @@ through the same stand-ins as the other collectives (:mod:`.staging`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from ..constants import IN_PLACE, PROC_NULL
 from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
+from ..mca.coll.base import Failure
 from .collective import _count_given, _per_rank, _staging, _w_specs
 from .communicator import Communicator
 from .families import staged_pair
@@ -138,7 +140,15 @@ class NeighborCollectives:
         call = "Topocomm.neighbor_alltoall"
         c = self._live(call)
         _, destinations = _edges(c, call)
-        return c.coll.neighbor_alltoall_object(c, _items(sendobj, len(destinations), call))
+        try:
+            items = _items(sendobj, len(destinations), call)
+        except (TypeError, ValueError) as error:
+            # The neighbours already waiting in the collective learn of it through the
+            # collective itself (a failure along every edge), so none of them waits forever.
+            with contextlib.suppress(MPIException):
+                c.coll.neighbor_alltoall_object(c, [Failure.of(c, error)] * len(destinations))
+            raise
+        return c.coll.neighbor_alltoall_object(c, items)
 
 
 # -- argument checks ------------------------------------------------------------------------------
@@ -187,7 +197,9 @@ def _origin(c: Communicator, source: int) -> int:
 
 
 def _origins(c: Communicator, sources: tuple[int, ...]) -> list[int]:
-    return [_origin(c, source) for source in sources]
+    """Whose data each receive block holds (with no block at all: this member's, so that a
+    heterogeneous job still has an element size to agree on)."""
+    return [_origin(c, source) for source in sources] or [c.rank]
 
 
 def _items(sendobj: Any, count: int, call: str) -> list[Any]:

@@ -10,7 +10,8 @@ code serves the blocking and the nonblocking forms.
 
 The object forms move one message per *distinct* neighbour, holding the objects of every edge
 to it in edge order: two objects from one process on one tag could otherwise mix their
-out-of-band buffers (the object transport assumes one object per pair and call).
+out-of-band buffers (the object transport assumes one object per pair and call).  A member
+whose part fails still plays it to the end (:class:`~ompy.ompi.mca.coll.base.Outcome`).
 """
 
 from __future__ import annotations
@@ -23,15 +24,14 @@ from ompy.ompi.errors import ERR_TRUNCATE
 from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.coll import CollComm
 from ompy.ompi.mca.coll.base import (
+    Failure,
     Neighborhood,
-    copy_object,
-    encode_object,
+    Outcome,
     next_tag,
     recv,
     recv_object,
     send,
     send_encoded,
-    send_object,
     wait_all,
 )
 
@@ -88,17 +88,22 @@ def _grouped(peers: Sequence[int], blocks: Any) -> dict[int, list[int]]:
 
 
 def _exchange_objects(
-    c: CollComm, edges: Neighborhood, outgoing: Any, *, allgather: bool
+    c: CollComm, name: str, edges: Neighborhood, outgoing: Any, *, allgather: bool
 ) -> list[Any]:
     """Send each out-neighbour the list of objects of its edges, receive theirs, unpack.
 
     ``outgoing(blocks)`` gives what goes to a neighbour reached by the edges ``blocks`` (one
-    object per edge; for an allgather, one object for all of them).
+    object per edge; for an allgather, one object for all of them).  Every step goes through
+    the call's :class:`~ompy.ompi.mca.coll.base.Outcome`: a member whose objects do not
+    pickle, or whose neighbour's do not unpickle, still sends and receives everything, and
+    every member concerned raises at the end instead of some waiting forever.
     """
     tag = next_tag(c)
+    run = Outcome(c, name)
     rank = c.rank
     incoming = _grouped(edges.sources, edges.receive_order)
-    receives = {peer: recv_object(c, peer, tag) for peer in incoming if peer != rank}
+    peers = [peer for peer in incoming if peer != rank]
+    receives = [recv_object(c, peer, tag) for peer in peers]
     destinations = _grouped(edges.destinations, range(len(edges.destinations)))
     sends = []
     encoded = None
@@ -106,38 +111,40 @@ def _exchange_objects(
         if peer == rank:
             continue
         if allgather:  # the same object for every neighbour: encoded once
-            encoded = encoded or encode_object(c, outgoing(blocks), tag)
+            encoded = encoded or run.encode(outgoing(blocks), tag)
             sends.append(send_encoded(c, encoded, peer, tag))
         else:
-            sends.append(send_object(c, outgoing(blocks), peer, tag))
-    wait_all(c, [*receives.values(), *sends])
+            sends.append(run.send(outgoing(blocks), peer, tag))
+    wait_all(c, sends)
+    received = dict(zip(peers, run.values(receives), strict=True))
+    if rank in incoming:
+        received[rank] = run.copy(outgoing(destinations.get(rank, [])))
     result: list[Any] = [None] * len(edges.sources)
     for peer, blocks in incoming.items():
-        if peer == rank:
-            items = copy_object(c, outgoing(destinations.get(rank, [])))
-        else:
-            items = receives[peer].result
-        if allgather:
+        items = received[peer]
+        if allgather or type(items) is Failure:
             for block in blocks:  # one object for every edge from peer; each gets its own
-                result[block] = items if block == blocks[0] else copy_object(c, items)
+                result[block] = items if block == blocks[0] else run.copy(items)
             continue
         if len(items) != len(blocks):
             raise MPIException(
                 ERR_TRUNCATE,
-                f"neighbor_alltoall: rank {peer} sent {len(items)} objects on its edges to rank "
-                f"{rank}, which has {len(blocks)} edges from it; the topology's edges do not match "
-                "(a graph must list each edge at both of its ends)",
+                f"{name}: rank {peer} sent {len(items)} objects on its edges to rank {rank}, "
+                f"which has {len(blocks)} edges from it; the topology's edges do not match "
+                "(each edge must be listed at both of its ends)",
             )
         for block, item in zip(blocks, items, strict=True):
             result[block] = item
-    return result
+    return run.results(result)
 
 
 def neighbor_allgather_object(c: CollComm, edges: Neighborhood, obj: Any) -> list[Any]:
     """Every in-neighbour's object, one per in-edge (``None`` for a ``PROC_NULL`` edge)."""
-    return _exchange_objects(c, edges, lambda _: obj, allgather=True)
+    return _exchange_objects(c, "neighbor_allgather", edges, lambda _: obj, allgather=True)
 
 
 def neighbor_alltoall_object(c: CollComm, edges: Neighborhood, items: Sequence[Any]) -> list[Any]:
     """Item ``i`` goes along out-edge ``i``; one object per in-edge (``None`` for PROC_NULL)."""
-    return _exchange_objects(c, edges, lambda blocks: [items[b] for b in blocks], allgather=False)
+    return _exchange_objects(
+        c, "neighbor_alltoall", edges, lambda blocks: [items[b] for b in blocks], allgather=False
+    )
