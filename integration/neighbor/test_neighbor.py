@@ -5,7 +5,8 @@ coll-basic tests (every neighbor collective, blocking, nonblocking, vector, gene
 forms, on Cartesian grids with periodic and open dimensions and extent-1 dimensions, a graph
 with duplicate edges and self-loops, and distributed graphs, checked against MPI's matching
 rules) and the 2-D periodic halo exchange of issue 15, where ``Neighbor_alltoallw`` must give
-the same field as ``Sendrecv``, with small faces and with faces large enough for rendezvous.
+the same field as ``Sendrecv``, with small faces and with faces large enough for rendezvous;
+once more with a rank that presents big-endian data.
 """
 
 from __future__ import annotations
@@ -17,20 +18,24 @@ from pathlib import Path
 import pytest
 
 PROGRAM = Path(__file__).parent / "programs" / "neighbor_suite.py"
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 SM = ("--mca", "btl", "self,sm")
 TCP = ("--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo")
-CASES = [(1, SM), (2, TCP), (3, SM), (4, TCP), (5, SM), (5, TCP)]
+#: Rank 1 presents big-endian data: every typed block is converted on the way (staging).
+MIXED = ("--mca", "opal_arch_byteorder", "big", "--mca", "opal_arch_byteorder_ranks", "1")
+CASES = [(1, SM), (2, TCP), (3, SM), (4, TCP), (5, SM), (5, TCP), (3, SM + MIXED)]
+NAMES = [
+    f"n{n}-{'tcp' if 'self,tcp' in m else 'sm'}{'-mixed-arch' if 'big' in m else ''}"
+    for n, m in CASES
+]
 
 
 def _kinds(passed: list[str]) -> set[str]:
     return {name.split(" ")[0] for name in passed}
 
 
-@pytest.mark.parametrize(
-    ("size", "mca"), CASES, ids=[f"n{n}-{'tcp' if 'self,tcp' in m else 'sm'}" for n, m in CASES]
-)
+@pytest.mark.parametrize(("size", "mca"), CASES, ids=NAMES)
 def test_every_neighbor_collective_on_every_topology(ompy, size, mca):
     args = ["-n", str(size), "--oversubscribe", *mca, sys.executable, str(PROGRAM)]
     result = ompy.run(args, timeout=280)

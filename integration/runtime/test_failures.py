@@ -120,13 +120,13 @@ def test_ranks_die_when_the_launcher_is_killed(ompy, program, fork_server, proce
     if program == [FAIL]:
         _wait_for_ready(process, 2)
     else:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a generous bound for a loaded machine
         while len(marked_pids(ompy.marker)) < processes and time.monotonic() < deadline:
             time.sleep(0.05)
     assert len(marked_pids(ompy.marker)) == processes
     process.kill()
     process.communicate(timeout=10)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while marked_pids(ompy.marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not marked_pids(ompy.marker)

@@ -18,6 +18,8 @@ from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.coll import (
     BLOCKING,
     INTERFACE_VERSION,
+    NEIGHBOR_BLOCKING,
+    NEIGHBOR_OBJECT_OPERATIONS,
     NONBLOCKING,
     OBJECT_OPERATIONS,
     OPERATIONS,
@@ -188,7 +190,9 @@ def test_the_coll_framework_keeps_every_component_that_offers():
     assert framework.group == "ompy.mca.coll"
     assert framework.cardinality is Cardinality.MANY
     assert framework.interface_version == INTERFACE_VERSION == (1, 0)
-    assert len(BLOCKING) == len(NONBLOCKING) == 22  # 17 of MPI-1..3, 5 neighbor collectives
+    assert len(BLOCKING) == len(NONBLOCKING) == 17 + len(NEIGHBOR_BLOCKING)
+    assert set(NEIGHBOR_BLOCKING) <= set(BLOCKING)
+    assert set(NEIGHBOR_OBJECT_OPERATIONS) <= set(OBJECT_OPERATIONS)
     assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING} | set(
         OBJECT_OPERATIONS
     ) | set(PERSISTENT)

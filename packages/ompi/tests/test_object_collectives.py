@@ -8,6 +8,8 @@ loopback worlds of 1 to 9 ranks.
 
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,103 @@ def test_an_object_that_cannot_be_decoded_fails_the_call_and_leaves_the_communic
 
     for size in (2, 4):
         assert all(run_ranks(make_world(size), bad_then_good, timeout=60))
+
+
+def _raise_at(culprit):
+    """A reduction function that fails on one rank only (the others' steps succeed)."""
+
+    def op(x, y, culprit=culprit):
+        if _RANK.get() == culprit:
+            raise ArithmeticError(f"op refused on rank {culprit}")
+        return x + y
+
+    return op
+
+
+#: The rank of the loopback member running in this thread.
+_RANK: contextvars.ContextVar[int] = contextvars.ContextVar("rank")
+
+#: Each object collective, called with this rank's object (``mine``) and a rank that matters.
+OPERATIONS = {
+    "bcast": lambda comm, mine, k: comm.bcast(mine, root=k),
+    "gather": lambda comm, mine, k: comm.gather(mine, root=k),
+    "scatter": lambda comm, mine, k: comm.scatter([mine] * comm.size, root=k),
+    "allgather": lambda comm, mine, k: comm.allgather(mine),
+    "alltoall": lambda comm, mine, k: comm.alltoall([mine] * comm.size),
+    "reduce": lambda comm, mine, k: comm.reduce(mine, op=_raise_at(k), root=0),
+    "allreduce": lambda comm, mine, k: comm.allreduce(mine, op=_raise_at(k)),
+    "scan": lambda comm, mine, k: comm.scan(mine, op=_raise_at(k)),
+    "exscan": lambda comm, mine, k: comm.exscan(mine, op=_raise_at(k)),
+}
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 6])
+def test_a_member_that_fails_still_plays_its_part_so_no_member_waits_forever(size):
+    """Whatever fails on one member (its object does not pickle, a peer's does not unpickle,
+    the reduction raises there), every member returns or raises: the failing ones their own
+    exception, the others an MPI.Exception naming a failing rank, and the next collective on
+    the same communicator works."""
+    bad_objects = {
+        "unpicklable": lambda: lambda: None,
+        "unloadable": Unloadable,
+        "raising op": lambda: 1,
+    }
+
+    def play(comm):
+        rank = comm.Get_rank()
+        _RANK.set(rank)
+        outcomes = {}
+        for name, call in OPERATIONS.items():
+            for kind, make in bad_objects.items():
+                for culprit in range(comm.size):
+                    mine = make() if rank == culprit else 1
+                    try:
+                        call(comm, mine, culprit)
+                        outcome = ("ok",)
+                    except MPI.Exception as error:
+                        outcome = ("peer", str(error))
+                    except Exception as error:  # this member's own failure
+                        outcome = ("own", type(error).__name__)
+                    outcomes[name, kind, culprit] = outcome
+                    assert comm.allreduce(1) == comm.size, (name, kind, culprit)
+        return outcomes
+
+    results = run_ranks(no_byte_collectives(make_world(size)), play, timeout=300)
+    for key in results[0]:
+        seen = {rank: outcomes[key] for rank, outcomes in enumerate(results)}
+        own = {rank for rank, outcome in seen.items() if outcome[0] == "own"}
+        for rank, outcome in seen.items():
+            if outcome[0] == "peer":
+                named = {r for r in own if f"rank {r} failed" in outcome[1]}
+                assert named, (key, rank, outcome, own)
+        name, kind, culprit = key
+        if (
+            kind == "unpicklable"
+            and name not in {"gather", "bcast"}
+            and (name, size)
+            != (
+                "exscan",
+                1,
+            )
+        ):
+            assert culprit in own, (key, seen)  # its object had to be encoded
+
+
+def test_a_sequence_of_the_wrong_length_on_one_member_is_told_to_the_others():
+    def wrong_on_one(comm):
+        rank = comm.Get_rank()
+        if rank == 0:
+            with pytest.raises(ValueError, match="expecting 3 items"):
+                comm.scatter([1, 2], root=0)
+        else:
+            with pytest.raises(MPI.Exception, match="rank 0 failed"):
+                comm.scatter(None, root=0)
+        if rank == 2:
+            with pytest.raises(TypeError, match="expecting a sequence of 3 objects"):
+                comm.alltoall(5)
+        else:
+            with pytest.raises(MPI.Exception, match="rank 2 failed"):
+                comm.alltoall([rank] * 3)
+        return comm.allreduce(1)
+
+    assert run_ranks(make_world(3), wrong_on_one, timeout=60) == [3, 3, 3]

@@ -294,6 +294,7 @@ def _topologies(MPI: Any, comm: Any) -> list[tuple[str, Any, bool]]:
             False,
         )
     )
+    found.append(("dist graph empty", comm.Create_dist_graph_adjacent([], []), False))
     # Every member names two edges out of itself; the lists come from the topology.
     found.append(
         (

@@ -8,17 +8,20 @@ tests below pin the matching rules the battery relies on, on small hand-made nei
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ompy import MPI
 from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.mca.coll.base import neighborhood
-from ompy.ompi.mca.coll.base.neighborhood import swapped_pairs
+from ompy.ompi.mca.coll.base.neighborhood import asymmetric_edge, swapped_pairs
 from ompy.ompi.mca.topo import CART, DIST_GRAPH, GRAPH
 from ompy.opal.mca.params import Registry
 
@@ -152,3 +155,130 @@ MPI_NEIGHBOR_OPERATIONS = (
     "neighbor_allgather_object",
     "neighbor_alltoall_object",
 )
+
+
+def test_an_asymmetric_graph_is_refused_on_every_member_before_anything_moves():
+    """Node 0 lists node 1 twice, node 1 lists node 0 once: MPI forbids neighbor collectives."""
+    worlds = make_world(2, registry=BASIC_ONLY)
+
+    def body(world):
+        graph = world.Create_graph([2, 3], [1, 1, 0])
+        refusals = []
+        for call in (
+            lambda: graph.Neighbor_allgather(np.zeros(1), np.zeros(graph.indegree)),
+            lambda: graph.Ineighbor_alltoall(np.zeros(graph.outdegree), np.zeros(graph.indegree)),
+            lambda: graph.neighbor_alltoall([0] * graph.outdegree),
+        ):
+            with pytest.raises(MPI.Exception) as raised:
+                call()
+            refusals.append((raised.value.Get_error_class(), str(raised.value)))
+        world.Barrier()  # nothing was left in flight: the world still works
+        graph.Free()
+        return refusals
+
+    for refusals in run_ranks(worlds, body):
+        for error_class, message in refusals:
+            assert error_class == MPI.ERR_TOPOLOGY
+            assert "more edges from node 0 to node 1 than from 1 to 0" in message
+
+
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)))
+        )
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_a_graph_is_symmetric_exactly_when_every_pair_has_as_many_edges_each_way(case, rng):
+    nodes, pairs = case
+    lists = [[] for _ in range(nodes)]
+    for u, v in pairs:  # undirected edges: one entry at each end (a self-loop: one)
+        lists[u].append(v)
+        if u != v:
+            lists[v].append(u)
+    for neighbours in lists:
+        rng.shuffle(neighbours)
+    index = tuple(itertools.accumulate(len(neighbours) for neighbours in lists))
+    edges = tuple(v for neighbours in lists for v in neighbours)
+    assert asymmetric_edge(index, edges) is None
+    u, v = rng.randrange(nodes), rng.randrange(nodes)
+    if u != v:  # one more directed edge u -> v breaks it, and is named
+        lists[u].append(v)
+        index = tuple(itertools.accumulate(len(neighbours) for neighbours in lists))
+        edges = tuple(v for neighbours in lists for v in neighbours)
+        assert asymmetric_edge(index, edges) == (u, v)
+
+
+class _Unloadable:
+    """Pickles, but refuses to be unpickled: the receiving side's decoding fails."""
+
+    def __reduce__(self):
+        return (_refuse, ())
+
+
+def _refuse():
+    raise RuntimeError("this object refuses to be unpickled")
+
+
+#: What the culprit does wrong in each case, and the call it makes.
+_BAD = {
+    "allgather unpicklable": lambda c: c.neighbor_allgather(lambda: None),
+    "allgather unloadable": lambda c: c.neighbor_allgather(_Unloadable()),
+    "alltoall unpicklable": lambda c: c.neighbor_alltoall([lambda: None] * c.outdegree),
+    "alltoall unloadable": lambda c: c.neighbor_alltoall([_Unloadable()] * c.outdegree),
+    "alltoall length": lambda c: c.neighbor_alltoall([0] * (c.outdegree + 1)),
+}
+#: What every other member calls in the same case.
+_GOOD = {
+    "allgather": lambda c: c.neighbor_allgather(c.Get_rank()),
+    "alltoall": lambda c: c.neighbor_alltoall([c.Get_rank()] * c.outdegree),
+}
+
+
+def _outcome(call, comm):
+    try:
+        call(comm)
+    except MPI.Exception as error:
+        return ("peer", str(error))
+    except Exception as error:  # this member's own failure
+        return ("own", type(error).__name__)
+    return ("ok",)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_a_member_whose_objects_fail_still_plays_its_part_so_no_neighbour_waits(size):
+    """An unpicklable or undecodable object, or a wrong number of items, on one member: every
+    member returns or raises (the culprit its own error, a neighbour an MPI.Exception naming
+    it), and the next collective works."""
+
+    def play(world):
+        rank = world.Get_rank()
+        outcomes = {}
+        ring_edges = [v for u in range(size) for v in ((u + 1) % size, (u - 1) % size)]
+        topologies = {
+            "ring": world.Create_cart([size], [True]),
+            "graph": world.Create_graph(list(range(2, 2 * size + 1, 2)), ring_edges),
+        }
+        for topology, comm in topologies.items():
+            for culprit in range(size):
+                for case, bad in _BAD.items():
+                    call = bad if rank == culprit else _GOOD[case.split()[0]]
+                    outcomes[topology, case, culprit] = _outcome(call, comm)
+                    assert world.allreduce(1) == size, (topology, case, culprit)
+            comm.Free()
+        return outcomes
+
+    results = run_ranks(make_world(size, registry=BASIC_ONLY), play, timeout=240)
+    for key in results[0]:
+        _, case, culprit = key
+        for rank, outcomes in enumerate(results):
+            outcome = outcomes[key]
+            if outcome[0] == "peer":
+                assert f"rank {culprit} failed" in outcome[1], (key, rank, outcome)
+            if rank == culprit and "unloadable" not in case:
+                assert outcome[0] == "own", (key, outcome)  # its objects had to be encoded
+        neighbour = (culprit + 1) % size
+        if neighbour != culprit:  # the culprit's neighbours learn of it (or fail to decode)
+            want = "own" if "unloadable" in case else "peer"
+            assert results[neighbour][key][0] == want, (key, results[neighbour][key])

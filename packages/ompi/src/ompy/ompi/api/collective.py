@@ -15,7 +15,8 @@ instance's codec, ``MPI.pickle``).  Every member receives its own copy, the root
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..datatype.buffer import (
 )
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
+from ..mca.coll.base import Failure
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
@@ -439,7 +441,11 @@ class Collectives:
         """Scatter Python objects: item ``i`` of the root's sequence goes to rank ``i``."""
         c = self._live("Comm.scatter")
         root = _root(root, c, "Comm.scatter")
-        items = _items(sendobj, c.size, "Comm.scatter") if c.rank == root else None
+        if c.rank != root:
+            return c.coll.scatter_object(c, None, root)
+        items = _items_told(
+            c, sendobj, "Comm.scatter", lambda failed: c.coll.scatter_object(c, failed, root)
+        )
         return c.coll.scatter_object(c, items, root)
 
     def allgather(self, sendobj: Any) -> list[Any]:
@@ -450,7 +456,10 @@ class Collectives:
     def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
         c = self._live("Comm.alltoall")
-        return c.coll.alltoall_object(c, _items(sendobj, c.size, "Comm.alltoall"))
+        items = _items_told(
+            c, sendobj, "Comm.alltoall", lambda failed: c.coll.alltoall_object(c, failed)
+        )
+        return c.coll.alltoall_object(c, items)
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
         """Reduce Python objects to the root (``None`` on the others)."""
@@ -745,6 +754,20 @@ def _items(sendobj: Any, size: int, call: str) -> list[Any]:
     if len(items) != size:
         raise ValueError(f"{call}: expecting {size} items (one per rank), got {len(items)}")
     return items
+
+
+def _items_told(
+    c: Communicator, sendobj: Any, call: str, collective: Callable[[list[Any]], Any]
+) -> list[Any]:
+    """The items to send, one per rank; when they are not, the peers already waiting in the
+    collective learn of it through the collective itself (a failure in place of every item)
+    before the error is raised here, so none of them waits forever."""
+    try:
+        return _items(sendobj, c.size, call)
+    except (TypeError, ValueError) as error:
+        with contextlib.suppress(MPIException):
+            collective([Failure.of(c, error)] * c.size)
+        raise
 
 
 def _object_op(op: Any, call: str) -> Any:

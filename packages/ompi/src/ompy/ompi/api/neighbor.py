@@ -17,14 +17,16 @@ through the same stand-ins as the other collectives (:mod:`.staging`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 from ..constants import IN_PLACE, PROC_NULL
-from ..datatype.buffer import parse_buffer
+from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
-from .collective import _per_rank, _staging, _w_specs
+from ..mca.coll.base import Failure
+from .collective import _count_given, _per_rank, _staging, _w_specs
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
@@ -48,9 +50,7 @@ class NeighborCollectives:
         c = self._live(call)
         sources, _ = _edges(c, call)
         sendspec = parse_buffer(_message(sendbuf, call, "sendbuf"), readonly=True)
-        recvspec = _per_rank(
-            _message(recvbuf, call, "recvbuf"), len(sources), call, "recvbuf", readonly=False
-        )
+        recvspec = _edge_blocks(recvbuf, len(sources), call, "recvbuf", readonly=False)
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(
             recvspec, output=True, load=PROC_NULL in sources, origins=_origins(c, sources)
@@ -77,12 +77,8 @@ class NeighborCollectives:
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         sources, destinations = _edges(c, call)
-        sendspec = _per_rank(
-            _message(sendbuf, call, "sendbuf"), len(destinations), call, "sendbuf", readonly=True
-        )
-        recvspec = _per_rank(
-            _message(recvbuf, call, "recvbuf"), len(sources), call, "recvbuf", readonly=False
-        )
+        sendspec = _edge_blocks(sendbuf, len(destinations), call, "sendbuf", readonly=True)
+        recvspec = _edge_blocks(recvbuf, len(sources), call, "recvbuf", readonly=False)
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(
             recvspec, output=True, load=PROC_NULL in sources, origins=_origins(c, sources)
@@ -144,7 +140,15 @@ class NeighborCollectives:
         call = "Topocomm.neighbor_alltoall"
         c = self._live(call)
         _, destinations = _edges(c, call)
-        return c.coll.neighbor_alltoall_object(c, _items(sendobj, len(destinations), call))
+        try:
+            items = _items(sendobj, len(destinations), call)
+        except (TypeError, ValueError) as error:
+            # The neighbours already waiting in the collective learn of it through the
+            # collective itself (a failure along every edge), so none of them waits forever.
+            with contextlib.suppress(MPIException):
+                c.coll.neighbor_alltoall_object(c, [Failure.of(c, error)] * len(destinations))
+            raise
+        return c.coll.neighbor_alltoall_object(c, items)
 
 
 # -- argument checks ------------------------------------------------------------------------------
@@ -173,6 +177,19 @@ def _message(buf: Any, call: str, what: str) -> Any:
     return buf
 
 
+def _edge_blocks(msg: Any, edges: int, call: str, what: str, *, readonly: bool) -> VectorBufferSpec:
+    """A message of one block per edge, read as mpi4py reads a collective's block message.
+
+    An explicit count is per block, so with no edge at all (a process without neighbours)
+    the buffer holds nothing whatever the count says, as in mpi4py, which never checks a
+    count against a buffer it will not touch.
+    """
+    msg = _message(msg, call, what)
+    if edges == 0 and not call.endswith("v") and _count_given(msg):
+        msg = [msg[0], msg[-1]] if len(msg) > 2 else msg[0]
+    return _per_rank(msg, edges, call, what, readonly=readonly)
+
+
 def _origin(c: Communicator, source: int) -> int:
     """Whose data a receive block holds: its source (this member for a ``PROC_NULL`` edge,
     whose block keeps this member's own data)."""
@@ -180,7 +197,9 @@ def _origin(c: Communicator, source: int) -> int:
 
 
 def _origins(c: Communicator, sources: tuple[int, ...]) -> list[int]:
-    return [_origin(c, source) for source in sources]
+    """Whose data each receive block holds (with no block at all: this member's, so that a
+    heterogeneous job still has an element size to agree on)."""
+    return [_origin(c, source) for source in sources] or [c.rank]
 
 
 def _items(sendobj: Any, count: int, call: str) -> list[Any]:

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
-from ompy.ompi.mca.coll.base import plan_collective, run_schedule, start_schedule
+from ompy.ompi.mca.coll.base import (
+    Neighborhood,
+    neighborhood,
+    plan_collective,
+    run_schedule,
+    start_schedule,
+)
 from ompy.opal.mca import Offer
 
 from . import __version__, everyone, neighbor, objects, persistent, rooted
@@ -26,6 +32,20 @@ def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
         run_schedule(comm, algorithm, *args)
 
     operation.__name__ = algorithm.__name__
+    operation.__doc__ = algorithm.__doc__
+    return operation
+
+
+def _on_edges(algorithm: Callable[..., Any], *, start: bool = False) -> Callable[..., Any]:
+    """A neighbor collective: ``algorithm(comm, tag, edges, ...)`` on the module's
+    neighbourhood of ``comm``, run in the caller or (``start``) started nonblocking."""
+    name = algorithm.__name__
+    drive = start_schedule if start else run_schedule
+
+    def operation(self: BasicCollModule, comm: Any, *args: Any) -> Any:
+        return drive(comm, algorithm, self._neighbors(comm, name), *args)
+
+    operation.__name__ = ("i" if start else "") + name
     operation.__doc__ = algorithm.__doc__
     return operation
 
@@ -49,7 +69,8 @@ def _persistent(algorithm: Callable[..., None]) -> Callable[..., Any]:
 
 
 class BasicCollModule(CollModule):
-    """Every operation of the coll interface; no per-communicator state."""
+    """Every operation of the coll interface; its only per-communicator state is the
+    neighbourhood of a communicator with a topology."""
 
     barrier = _blocking(rooted.barrier)
     ibarrier = _nonblocking(rooted.barrier)
@@ -88,15 +109,35 @@ class BasicCollModule(CollModule):
     allreduce_object = staticmethod(objects.allreduce)
     scan_object = staticmethod(objects.scan)
     exscan_object = staticmethod(objects.exscan)
-    # neighbor collectives (communicators with a topology): one message per edge
-    neighbor_allgather = neighbor_allgatherv = _blocking(neighbor.neighbor_allgather)
-    ineighbor_allgather = ineighbor_allgatherv = _nonblocking(neighbor.neighbor_allgather)
-    neighbor_alltoall = neighbor_alltoallv = _blocking(neighbor.neighbor_alltoall)
-    ineighbor_alltoall = ineighbor_alltoallv = _nonblocking(neighbor.neighbor_alltoall)
-    neighbor_alltoallw = _blocking(neighbor.neighbor_alltoallw)
-    ineighbor_alltoallw = _nonblocking(neighbor.neighbor_alltoallw)
-    neighbor_allgather_object = staticmethod(neighbor.neighbor_allgather_object)
-    neighbor_alltoall_object = staticmethod(neighbor.neighbor_alltoall_object)
+    # neighbor collectives (communicators with a topology): one message per edge, on the
+    # communicator's neighbourhood, computed at the first call and kept (see _neighbors)
+    neighbor_allgather = neighbor_allgatherv = _on_edges(neighbor.neighbor_allgather)
+    ineighbor_allgather = ineighbor_allgatherv = _on_edges(neighbor.neighbor_allgather, start=True)
+    neighbor_alltoall = neighbor_alltoallv = _on_edges(neighbor.neighbor_alltoall)
+    ineighbor_alltoall = ineighbor_alltoallv = _on_edges(neighbor.neighbor_alltoall, start=True)
+    neighbor_alltoallw = _on_edges(neighbor.neighbor_alltoallw)
+    ineighbor_alltoallw = _on_edges(neighbor.neighbor_alltoallw, start=True)
+
+    def neighbor_allgather_object(self, comm: Any, obj: Any) -> list[Any]:
+        """One object per in-edge (the object form of ``neighbor_allgather``)."""
+        edges = self._neighbors(comm, "neighbor_allgather")
+        return neighbor.neighbor_allgather_object(comm, edges, obj)
+
+    def neighbor_alltoall_object(self, comm: Any, items: Any) -> list[Any]:
+        """Item ``i`` along out-edge ``i``; one object per in-edge."""
+        edges = self._neighbors(comm, "neighbor_alltoall")
+        return neighbor.neighbor_alltoall_object(comm, edges, items)
+
+    _edges: Neighborhood | None = None
+
+    def _neighbors(self, comm: Any, operation: str) -> Neighborhood:
+        """The communicator's neighbourhood, computed once (the module is this communicator's;
+        a refusal, such as an asymmetric graph, is raised again at every call)."""
+        edges = self._edges
+        if edges is None:
+            edges = self._edges = neighborhood(comm, operation)
+        return edges
+
     # Persistent collectives (MPI-4): a plan recorded once at init, replayed by every start
     barrier_init = _persistent(persistent.barrier)
     bcast_init = _persistent(persistent.bcast)

@@ -19,6 +19,11 @@ one call.  The shapes are mpi4py's and MPICH's:
 
 Reductions keep MPI's rank order (any associative operation works, commutative or not); every
 member gets its own object, the root included, as with mpi4py.
+
+Every step goes through the call's :class:`~ompy.ompi.mca.coll.base.Outcome`, so a member
+whose object does not pickle, whose peer's object does not unpickle or whose operation raises
+still sends what the others wait for, and every member raises at the end instead of some
+waiting forever.
 """
 
 from __future__ import annotations
@@ -28,15 +33,10 @@ from typing import Any
 
 from ompy.ompi.mca.coll import CollComm, Combine
 from ompy.ompi.mca.coll.base import (
-    copy_object,
-    encode_object,
-    finish_recv,
+    Outcome,
     next_tag,
-    receive,
     recv_object,
-    recv_stream,
     send_encoded,
-    send_object,
     wait,
     wait_all,
 )
@@ -44,23 +44,27 @@ from ompy.ompi.mca.coll.base import (
 
 def bcast(c: CollComm, obj: Any, root: int) -> Any:
     """``obj`` of the root on every member (the root gets a copy too)."""
-    tag = next_tag(c)
+    run = Outcome(c, "bcast")
+    return run.result(_bcast(c, run, obj, root, next_tag(c)))
+
+
+def _bcast(c: CollComm, run: Outcome, obj: Any, root: int, tag: int) -> Any:
     rank, size = c.rank, c.size
     relative = (rank - root) % size
     mask = 1
     while mask < size:  # receive from the parent: clear the lowest set bit
         if relative & mask:
-            obj = receive(c, (rank - mask) % size, tag)
+            obj = run.receive((rank - mask) % size, tag)
             break
         mask <<= 1
     else:
-        obj = copy_object(c, obj)
+        obj = run.copy(obj)
     mask >>= 1
     sends = []
     encoded = None
     while mask > 0:
         if relative + mask < size:
-            encoded = encoded or encode_object(c, obj, tag)  # encoded once for every child
+            encoded = encoded or run.encode(obj, tag)  # encoded once for every child
             sends.append(send_encoded(c, encoded, (rank + mask) % size, tag))
         mask >>= 1
     wait_all(c, sends)
@@ -69,78 +73,93 @@ def bcast(c: CollComm, obj: Any, root: int) -> Any:
 
 def gather(c: CollComm, obj: Any, root: int) -> list[Any] | None:
     """Every member's object, in rank order, at the root (``None`` elsewhere)."""
-    tag = next_tag(c)
+    run = Outcome(c, "gather")
+    gathered = _gather(c, run, obj, root, next_tag(c))
+    return run.result(None) if gathered is None else run.results(gathered)
+
+
+def _gather(c: CollComm, run: Outcome, obj: Any, root: int, tag: int) -> list[Any] | None:
     if c.rank != root:
-        wait(c, send_object(c, obj, root, tag))
+        wait(c, run.send(obj, root, tag))
         return None
-    receives = {peer: recv_object(c, peer, tag) for peer in range(c.size) if peer != root}
-    wait_all(c, list(receives.values()))
-    return [copy_object(c, obj) if p == root else receives[p].result for p in range(c.size)]
+    peers = [peer for peer in range(c.size) if peer != root]
+    received = run.values([recv_object(c, peer, tag) for peer in peers])
+    received.insert(root, run.copy(obj))
+    return received
 
 
 def scatter(c: CollComm, items: Sequence[Any] | None, root: int) -> Any:
     """Item ``i`` of the root's sequence on rank ``i``."""
     tag = next_tag(c)
+    run = Outcome(c, "scatter")
     if c.rank != root:
-        return receive(c, root, tag)
+        return run.result(run.receive(root, tag))
     if items is None:
         raise ValueError("scatter: the root must give a sequence of one object per rank")
-    sends = [send_object(c, items[peer], peer, tag) for peer in range(c.size) if peer != root]
+    sends = [run.send(items[peer], peer, tag) for peer in range(c.size) if peer != root]
     wait_all(c, sends)
-    return copy_object(c, items[root])
+    return run.result(run.copy(items[root]))
 
 
 def allgather(c: CollComm, obj: Any) -> list[Any]:
-    """Every member's object, in rank order, on every member."""
-    gathered: list[Any] = bcast(c, gather(c, obj, 0), 0)
-    return gathered
+    """Every member's object, in rank order, on every member (a gather to rank 0, then a
+    broadcast of the list; a member's failure reaches everyone inside the list)."""
+    run = Outcome(c, "allgather")
+    gathered = _gather(c, run, obj, 0, next_tag(c))
+    everyone: list[Any] = _bcast(c, run, gathered, 0, next_tag(c))
+    return run.results(everyone)
 
 
 def alltoall(c: CollComm, items: Sequence[Any]) -> list[Any]:
     """Item ``i`` of every member's sequence goes to rank ``i``."""
     tag = next_tag(c)
+    run = Outcome(c, "alltoall")
     rank, size = c.rank, c.size
     peers = [(rank + step) % size for step in range(1, size)]
-    receives = {peer: recv_object(c, peer, tag) for peer in peers}
-    sends = [send_object(c, items[peer], peer, tag) for peer in peers]
-    wait_all(c, [*receives.values(), *sends])
-    return [copy_object(c, items[rank]) if p == rank else receives[p].result for p in range(size)]
+    receives = [recv_object(c, peer, tag) for peer in peers]
+    sends = [run.send(items[peer], peer, tag) for peer in peers]
+    wait_all(c, sends)
+    received = dict(zip(peers, run.values(receives), strict=True))
+    received[rank] = run.copy(items[rank])
+    return run.results([received[p] for p in range(size)])
 
 
 def reduce(c: CollComm, obj: Any, op: Combine, root: int) -> Any | None:
     """``x0 op x1 op ... op xp-1`` at the root (``None`` elsewhere)."""
     tag = next_tag(c)
+    run = Outcome(c, "reduce")
     rank, size = c.rank, c.size
     result = obj
     mask = 1
     while mask < size:
         if rank & mask:  # hand the partial result of ranks rank .. rank+mask-1 to the parent
-            wait(c, send_object(c, result, rank - mask, tag))
+            wait(c, run.send(result, rank - mask, tag))
             result = None
             break
         if rank + mask < size:
-            result = op(result, receive(c, rank + mask, tag))
+            result = run.combine(op, result, run.receive(rank + mask, tag))
         mask <<= 1
     if root == 0:
-        return _own(c, result, obj) if rank == 0 else None
+        return run.result(_own(run, result, obj) if rank == 0 else None)
     if rank == 0:
-        wait(c, send_object(c, result, root, tag))
-        return None
-    return receive(c, 0, tag) if rank == root else None
+        wait(c, run.send(result, root, tag))
+        return run.result(None)
+    return run.result(run.receive(0, tag) if rank == root else None)
 
 
 def allreduce(c: CollComm, obj: Any, op: Combine) -> Any:
     """``x0 op x1 op ... op xp-1`` on every member (recursive doubling)."""
     tag = next_tag(c)
+    run = Outcome(c, "allreduce")
     rank, size = c.rank, c.size
     pof2 = 1 << (size.bit_length() - 1)
     extra = size - pof2
     result = obj
     if rank < 2 * extra:  # fold pairs (even, odd) into the odd rank
         if rank % 2 == 0:
-            wait(c, send_object(c, result, rank + 1, tag))
-            return receive(c, rank + 1, tag)
-        result = op(receive(c, rank - 1, tag), result)
+            wait(c, run.send(result, rank + 1, tag))
+            return run.result(run.receive(rank + 1, tag))
+        result = run.combine(op, run.receive(rank - 1, tag), result)
         new = rank // 2
     else:
         new = rank - extra
@@ -148,12 +167,12 @@ def allreduce(c: CollComm, obj: Any, op: Combine) -> Any:
     while mask < pof2:
         partner = new ^ mask
         peer = partner * 2 + 1 if partner < extra else partner + extra
-        theirs = _exchange(c, result, peer, tag)
-        result = op(result, theirs) if peer > rank else op(theirs, result)
+        theirs = run.exchange(result, peer, tag)
+        result = run.combine(op, result, theirs) if peer > rank else run.combine(op, theirs, result)
         mask <<= 1
     if rank < 2 * extra:
-        wait(c, send_object(c, result, rank - 1, tag))
-    return _own(c, result, obj)
+        wait(c, run.send(result, rank - 1, tag))
+    return run.result(_own(run, result, obj))
 
 
 def scan(c: CollComm, obj: Any, op: Combine) -> Any:
@@ -168,6 +187,7 @@ def exscan(c: CollComm, obj: Any, op: Combine) -> Any:
 
 def _scan(c: CollComm, obj: Any, op: Combine, *, exclusive: bool) -> Any:
     tag = next_tag(c)
+    run = Outcome(c, "exscan" if exclusive else "scan")
     rank, size = c.rank, c.size
     partial = obj  # the reduction of this rank's aligned group so far
     result = None if exclusive else obj
@@ -175,27 +195,16 @@ def _scan(c: CollComm, obj: Any, op: Combine, *, exclusive: bool) -> Any:
     while mask < size:
         peer = rank ^ mask
         if peer < size:
-            theirs = _exchange(c, partial, peer, tag)
+            theirs = run.exchange(partial, peer, tag)
             if peer < rank:
-                partial = op(theirs, partial)
-                result = theirs if result is None else op(theirs, result)
+                partial = run.combine(op, theirs, partial)
+                result = theirs if result is None else run.combine(op, theirs, result)
             else:
-                partial = op(partial, theirs)
+                partial = run.combine(op, partial, theirs)
         mask <<= 1
-    return None if result is None else _own(c, result, obj)
+    return run.result(None if result is None else _own(run, result, obj))
 
 
-def _exchange(c: CollComm, obj: Any, peer: int, tag: int) -> Any:
-    """Send ``obj`` to ``peer`` and receive its object, both in flight together."""
-    incoming = recv_stream(c, peer, tag)
-    outgoing = send_object(c, obj, peer, tag)
-    try:
-        theirs = finish_recv(c, incoming)
-    finally:  # the send completes whatever the receive did (a failure leaves no send behind)
-        wait(c, outgoing)
-    return theirs
-
-
-def _own(c: CollComm, result: Any, obj: Any) -> Any:
+def _own(run: Outcome, result: Any, obj: Any) -> Any:
     """``result``, or a copy of it when it is still the caller's own object."""
-    return copy_object(c, result) if result is obj else result
+    return run.copy(result) if result is obj else result

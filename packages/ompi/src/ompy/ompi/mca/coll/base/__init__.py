@@ -42,6 +42,8 @@ from .helpers import (
 )
 from .neighborhood import Neighborhood, neighborhood
 from .objects import (
+    Failure,
+    Outcome,
     Sent,
     copy_object,
     encode_object,
@@ -67,7 +69,9 @@ __all__ = [
     "Algorithm",
     "CollSelection",
     "CollTable",
+    "Failure",
     "Neighborhood",
+    "Outcome",
     "Phase",
     "Plan",
     "PlanBuilder",

@@ -21,10 +21,19 @@ the order of the messages tells the blocks apart (they share the call's tag):
 
 Every algorithm posts its receives in :attr:`Neighborhood.receive_order`, then starts its
 sends in block order, so non-overtaking point-to-point order does the rest.
+
+MPI restricts neighbor collectives on a general graph (``Create_graph``) to graphs with as many
+edges from ``u`` to ``v`` as from ``v`` to ``u``; on any other, some member would wait forever
+for a message nobody sends.  Every member knows the whole graph, so :func:`neighborhood` checks
+it and every member refuses the call (``ERR_TOPOLOGY``) before anything is posted.  A
+distributed graph made by ``Create_dist_graph`` is consistent by construction; the lists given
+to ``Create_dist_graph_adjacent`` are the program's responsibility, as in MPI (no member knows
+the others').  A module computes the neighbourhood once per communicator and keeps it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +42,7 @@ import attrs
 from ....constants import PROC_NULL
 from ....errors import ERR_TOPOLOGY
 from ....errors import Exception as MPIException
-from ...topo import CART
+from ...topo import CART, GraphTopology
 
 
 @attrs.frozen
@@ -67,10 +76,26 @@ def swapped_pairs(count: int) -> tuple[int, ...]:
     return tuple(index ^ 1 for index in range(count))
 
 
+def asymmetric_edge(index: tuple[int, ...], edges: tuple[int, ...]) -> tuple[int, int] | None:
+    """A pair ``(u, v)`` with more edges from ``u`` to ``v`` than from ``v`` to ``u`` in the
+    graph of ``index``/``edges`` (MPI's cumulative form), or ``None`` if there is none."""
+    counts: Counter[tuple[int, int]] = Counter()
+    start = 0
+    for node, end in enumerate(index):
+        for neighbour in edges[start:end]:
+            counts[node, neighbour] += 1
+        start = end
+    for (u, v), count in counts.items():
+        if counts.get((v, u), 0) != count:
+            return (u, v) if count > counts.get((v, u), 0) else (v, u)
+    return None
+
+
 def neighborhood(comm: Any, operation: str) -> Neighborhood:
     """The neighbours of the calling member of ``comm`` for ``operation`` (for error messages).
 
-    Raises ``ERR_TOPOLOGY`` when ``comm`` has no topology: a neighbor collective needs one.
+    Raises ``ERR_TOPOLOGY`` when ``comm`` has no topology (a neighbor collective needs one) or
+    a graph topology whose edges are not symmetric (MPI's restriction, see the module).
     """
     topo = comm.topo
     if topo is None:
@@ -80,6 +105,16 @@ def neighborhood(comm: Any, operation: str) -> Neighborhood:
             "collectives run on communicators made by Create_cart, Create_graph or "
             "Create_dist_graph(_adjacent)",
         )
+    if isinstance(topo, GraphTopology):
+        pair = asymmetric_edge(topo.index, topo.edges)
+        if pair is not None:
+            u, v = pair
+            raise MPIException(
+                ERR_TOPOLOGY,
+                f"{operation}: the graph of {comm.name!r} has more edges from node {u} to node "
+                f"{v} than from {v} to {u}; MPI allows neighbor collectives on a graph topology "
+                "only when every pair of nodes has as many edges each way",
+            )
     sources, destinations = tuple(topo.sources), tuple(topo.destinations)
     order = swapped_pairs(len(sources)) if topo.kind == CART else tuple(range(len(sources)))
     return Neighborhood(sources, destinations, order)

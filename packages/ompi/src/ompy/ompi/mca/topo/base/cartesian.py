@@ -115,7 +115,7 @@ def check_grid(dims: Sequence[int], size: int, call: str) -> None:
         raise MPIException(
             ERR_DIMS,
             f"{call}: the grid {list(dims)} has {needed} cells but the communicator has only "
-            f"{size} processes",
+            f"{size} process{'es' if size != 1 else ''}",
         )
 
 
