@@ -48,6 +48,6 @@ def test_every_neighbor_collective_on_every_topology(ompy, size, mca):
         for topology in ("cart 1-d periodic", "cart 1xNx1 periodic", "graph ring", "dist graph"):
             for check in ("allgather", "alltoall", "allgatherv", "alltoallv", "alltoallw"):
                 assert f"{topology} {check}" in passed, (report["rank"], topology, check)
-            for check in ("in flight", "objects", "errors"):
+            for check in ("dup", "in flight", "objects", "errors"):
                 assert f"{topology} {check}" in passed, (report["rank"], topology, check)
         assert set(report["providers"].values()) == {"basic"}, report

@@ -116,6 +116,17 @@ def _check_topology(MPI: Any, topo: Any, name: str, cartesian: bool, passed: lis
         _check(recv, expected_regular(count, False), f"{name} Ineighbor_alltoall x{count}")
     passed.append(f"{name} alltoall")
 
+    # -- a duplicate keeps the topology, and its neighbor collectives
+    dup = topo.Dup()
+    try:
+        send = np.array([_value(rank, i, 0) for i in range(outdeg)], dtype=np.int64)
+        recv = np.full(indeg, SENTINEL, dtype=np.int64)
+        dup.Neighbor_alltoall(send, recv)
+        _check(recv, expected_regular(1, False), f"{name} Dup().Neighbor_alltoall")
+    finally:
+        dup.Free()
+    passed.append(f"{name} dup")
+
     # -- vector forms: counts vary per edge, gaps between receive blocks stay SENTINEL
     def recv_layout(count_of_j: Callable[[int], int]) -> tuple[list[int], list[int], int]:
         counts = [count_of_j(j) for j in range(indeg)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ompy import MPI
@@ -282,3 +282,50 @@ def test_a_member_whose_objects_fail_still_plays_its_part_so_no_neighbour_waits(
         if neighbour != culprit:  # the culprit's neighbours learn of it (or fail to decode)
             want = "own" if "unloadable" in case else "peer"
             assert results[neighbour][key][0] == want, (key, results[neighbour][key])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=12),
+        )
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_on_any_distributed_graph_the_kth_edge_from_a_process_matches_the_kth_edge_to_it(case, rng):
+    """A random directed multigraph (duplicate edges, self-loops, processes without edges);
+    each process lists its in-edges in a random order.  Every edge carries its own id, so the
+    result shows which send block landed in which receive block."""
+    size, edges = case
+    outgoing = [[(i, v) for i, (u, v) in enumerate(edges) if u == rank] for rank in range(size)]
+    incoming = [[u for u, v in edges if v == rank] for rank in range(size)]
+    for sources in incoming:
+        rng.shuffle(sources)
+
+    def expected(rank):
+        """Receive block j: the id of the k-th edge to rank from sources[j] (k-th occurrence)."""
+        ids, seen = [], {}
+        for source in incoming[rank]:
+            k = seen[source] = seen.get(source, -1) + 1
+            ids.append([i for i, v in outgoing[source] if v == rank][k])
+        return ids
+
+    def body(world):
+        rank = world.Get_rank()
+        destinations = [v for _, v in outgoing[rank]]
+        graph = world.Create_dist_graph_adjacent(incoming[rank], destinations)
+        send = np.array([i for i, _ in outgoing[rank]], dtype=np.int64)
+        recv = np.full(len(incoming[rank]), -1, dtype=np.int64)
+        graph.Neighbor_alltoall(send, recv)
+        blocking = recv.tolist()
+        recv[:] = -1
+        graph.Ineighbor_alltoallv(send, recv).Wait()
+        objects = graph.neighbor_alltoall([("edge", i) for i, _ in outgoing[rank]])
+        graph.Free()
+        return blocking, recv.tolist(), [item[1] for item in objects]
+
+    results = run_ranks(make_world(size, registry=BASIC_ONLY), body, timeout=60)
+    for rank, (blocking, nonblocking, objects) in enumerate(results):
+        assert blocking == nonblocking == objects == expected(rank), (rank, edges, incoming)

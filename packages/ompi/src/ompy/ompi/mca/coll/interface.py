@@ -126,6 +126,7 @@ if TYPE_CHECKING:
     from ...instance import Instance
     from ...op import Op
     from ..pml.interface import PmlModule
+    from ..topo import Topology
     from .base.table import CollTable
 
 #: The version of this interface; components declare the version they were written against.
@@ -381,7 +382,8 @@ class CollComm(PmlComm, Protocol):
 
     ``coll`` is the communicator's table (every operation refuses until selection built it),
     ``instance``
-    the process instance (its op framework gives the reduction kernels).
+    the process instance (its op framework gives the reduction kernels), ``topo`` the process
+    topology the neighbor collectives follow (:mod:`ompy.ompi.mca.topo`).
     """
 
     @property
@@ -394,6 +396,10 @@ class CollComm(PmlComm, Protocol):
     def instance(self) -> Instance: ...
     @property
     def coll(self) -> CollTable: ...
+    @property
+    def topo(self) -> Topology | None:
+        """The process topology (neighbor collectives): None for a communicator without one."""
+        ...
 
 
 class CollModule:

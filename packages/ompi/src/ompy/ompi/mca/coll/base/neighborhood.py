@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import attrs
 
@@ -43,6 +42,7 @@ from ....constants import PROC_NULL
 from ....errors import ERR_TOPOLOGY
 from ....errors import Exception as MPIException
 from ...topo import CART, GraphTopology
+from ..interface import CollComm
 
 
 @attrs.frozen
@@ -91,7 +91,7 @@ def asymmetric_edge(index: tuple[int, ...], edges: tuple[int, ...]) -> tuple[int
     return None
 
 
-def neighborhood(comm: Any, operation: str) -> Neighborhood:
+def neighborhood(comm: CollComm, operation: str) -> Neighborhood:
     """The neighbours of the calling member of ``comm`` for ``operation`` (for error messages).
 
     Raises ``ERR_TOPOLOGY`` when ``comm`` has no topology (a neighbor collective needs one) or
