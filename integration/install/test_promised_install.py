@@ -37,6 +37,7 @@ BASELINE = {
     "btl": {"self", "sm", "tcp"},
     "coll": {"basic", "tuned", "sm"},
     "op": {"ufunc"},
+    "topo": {"basic"},
 }
 
 PROGRAM = """

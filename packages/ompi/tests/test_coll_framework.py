@@ -18,15 +18,19 @@ from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.coll import (
     BLOCKING,
     INTERFACE_VERSION,
+    NEIGHBOR_BLOCKING,
+    NEIGHBOR_OBJECT_OPERATIONS,
     NONBLOCKING,
     OBJECT_OPERATIONS,
     OPERATIONS,
+    PERSISTENT,
     CollComponent,
     CollModule,
     base,
     framework,
 )
 from ompy.ompi.mca.coll.base import CollSelection
+from ompy.ompi.mca.coll.interface import SIGNATURES
 from ompy.opal.mca import Cardinality, ComponentLoadError
 from ompy.opal.mca.params import Registry
 
@@ -186,11 +190,15 @@ def test_the_coll_framework_keeps_every_component_that_offers():
     assert framework.group == "ompy.mca.coll"
     assert framework.cardinality is Cardinality.MANY
     assert framework.interface_version == INTERFACE_VERSION == (1, 0)
-    assert len(BLOCKING) == len(NONBLOCKING) == 17
+    assert len(BLOCKING) == len(NONBLOCKING) == 17 + len(NEIGHBOR_BLOCKING)
+    assert set(NEIGHBOR_BLOCKING) <= set(BLOCKING)
+    assert set(NEIGHBOR_OBJECT_OPERATIONS) <= set(OBJECT_OPERATIONS)
     assert set(OPERATIONS) == set(BLOCKING) | {"i" + name for name in BLOCKING} | set(
         OBJECT_OPERATIONS
-    )
+    ) | set(PERSISTENT)
     assert all(name.endswith("_object") for name in OBJECT_OPERATIONS)
+    assert tuple(name + "_init" for name in BLOCKING) == PERSISTENT
+    assert all(name in SIGNATURES for name in OPERATIONS)
 
 
 def test_a_component_base_declines_and_a_module_implements_what_it_defines():

@@ -63,6 +63,9 @@ from ompy.ompi.api.request import (
     Request,
 )
 from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
+from ompy.ompi.api.topo_args import UNWEIGHTED, WEIGHTS_EMPTY
+from ompy.ompi.api.topo_create import Compute_dims
+from ompy.ompi.api.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm
 from ompy.ompi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -121,6 +124,7 @@ from ompy.ompi.datatype.predefined import typecode as _typecode  # noqa: F401 (p
 from ompy.ompi.errors import ERROR_CLASSES as _ERROR_CLASSES
 from ompy.ompi.errors import Exception
 from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group
+from ompy.ompi.mca.topo import CART, DIST_GRAPH, GRAPH
 from ompy.ompi.memory import buffer, memory
 from ompy.ompi.op import (
     BAND,
@@ -292,6 +296,19 @@ __all__ += [
     "TYPECLASS_INTEGER",
     "TYPECLASS_LOGICAL",
     "TYPECLASS_REAL",
+]
+# Process topologies (issue 15).
+__all__ += [
+    "CART",
+    "DIST_GRAPH",
+    "GRAPH",
+    "UNWEIGHTED",
+    "WEIGHTS_EMPTY",
+    "Cartcomm",
+    "Compute_dims",
+    "Distgraphcomm",
+    "Graphcomm",
+    "Topocomm",
 ]
 
 init_on_import()

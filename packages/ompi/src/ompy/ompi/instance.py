@@ -40,6 +40,7 @@ from .handle import HandleTable
 from .mca.coll.base.select import CollSelection
 from .mca.op.base.select import OpSelection
 from .mca.pml.interface import PmlModule
+from .mca.topo.base.select import TopoSelection
 
 if TYPE_CHECKING:
     from ompy.opal.mca import OpenFramework
@@ -93,6 +94,10 @@ class Instance:
     #: The op framework: its modules and the kernel of every (operation, datatype) pair used.
     op: OpSelection = attrs.field(
         default=attrs.Factory(lambda self: OpSelection(self.registry), takes_self=True)
+    )
+    #: The topo framework: opened when a program first lets MPI reorder a topology.
+    topo: TopoSelection = attrs.field(
+        default=attrs.Factory(lambda self: TopoSelection(self.registry), takes_self=True)
     )
     #: The thread level this instance provides (``Init_thread``'s answer).
     thread_level: int = THREAD_SINGLE
@@ -167,6 +172,7 @@ class Instance:
         """Tear down the frameworks, once no communicator is left: coll, op, then the PML."""
         self.coll.finalize()  # modules of communicators never freed, then coll's components
         self.op.finalize()  # after coll, whose modules reduce with op's kernels
+        self.topo.finalize()
         self.pml.finalize()
         if self.pml_framework is not None:
             self.pml_framework.close()

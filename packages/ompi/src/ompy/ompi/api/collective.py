@@ -511,8 +511,9 @@ def _per_rank(
 ) -> VectorBufferSpec:
     """A message of one block per rank: a vector message for the ``v`` forms (and
     ``MPI.IN_PLACE`` where ``in_place`` allows it; read as mpi4py reads it, see
-    :mod:`.vector_messages`), else ``size`` equal blocks."""
-    if call.endswith("v") or (in_place and msg is IN_PLACE):
+    :mod:`.vector_messages`), else ``size`` equal blocks (a persistent form, ``Gatherv_init``, as
+    its collective)."""
+    if call.removesuffix("_init").endswith("v") or (in_place and msg is IN_PLACE):
         return parse_vector_message(
             msg, size, call=call, what=what, readonly=readonly, in_place=in_place
         )

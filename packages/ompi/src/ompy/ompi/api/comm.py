@@ -18,6 +18,7 @@ from ..errors import Exception as MPIException
 from ..group import CONGRUENT, IDENT, SIMILAR, UNEQUAL, Group
 from ..handle import Handle, predefine
 from ..instance import current, world_state
+from ..mca.topo import Topology
 from .attributes import CommAttributes, copy_attributes, delete_attributes
 from .buffering import CommBuffering
 from .checks import as_int
@@ -30,6 +31,8 @@ from .from_group import create_from_group, create_group
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
+from .persistent_collectives import PersistentCollectives
+from .topo_create import CommTopology, TopologyConstructors, handle_class
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
@@ -41,6 +44,7 @@ class Comm(
     CommInfo,
     PointToPoint,
     CommBuffering,
+    CommTopology,
     Handle,
     referent="_c",
 ):
@@ -81,7 +85,9 @@ class Comm(
     @classmethod
     def _class_for(cls, referent: object) -> type[Self]:
         if cls is Comm and referent is not None:
-            return Intracomm  # type: ignore[return-value]  # every ompy communicator is intra
+            # every ompy communicator is intra; a topology one is of its topology's class
+            assert isinstance(referent, Communicator)
+            return handle_class(referent, Intracomm)
         return cls
 
     def _free(self) -> None:
@@ -165,17 +171,19 @@ class Comm(
         world_ranks: tuple[int, ...] | None,
         how: str,
         hints: dict[str, str] | None = None,
+        topo: Topology | None = None,
     ) -> Comm:
         """Agree on a context id over ``parent`` and build the new communicator (if a member).
 
-        It inherits the parent's error handler and has ``hints`` (none by default).
+        It inherits the parent's error handler and has ``hints`` (none by default) and the
+        process topology ``topo`` (none by default).
         """
         cid = agree_context_id(parent)
         if world_ranks is None:
             give_back(parent.instance, cid)
             return type(self)._of(None)
         name = f"MPI COMMUNICATOR {cid} {how} FROM {parent.context_id}"
-        new = Communicator.create(parent.instance, cid, world_ranks, name)
+        new = Communicator.create(parent.instance, cid, world_ranks, name, topo=topo)
         new.session = parent.session
         new.errhandler = parent.errhandler
         new.hints = dict(hints or {})
@@ -186,7 +194,7 @@ class Comm(
         has the hints of ``info`` (else the parent's)."""
         c = self._live("Comm.Dup")
         hints = c.hints if info is None else info_items(info, "Comm.Dup")
-        dup = self._new(c, c.world_ranks, "DUP", hints)
+        dup = self._new(c, c.world_ranks, "DUP", hints, c.topo)
         if dup._c is not None:
             copy_attributes(c, dup._c, "Comm.Dup")
         return dup  # type: ignore[return-value]
@@ -267,7 +275,7 @@ class Comm(
         c.instance.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
-class Intracomm(Comm, Collectives):
+class Intracomm(Comm, Collectives, PersistentCollectives, TopologyConstructors):
     """Intra-communicator."""
 
     __slots__ = ()

@@ -14,6 +14,7 @@ from ..errhandler import ERRORS_RETURN, ErrhandlerObject
 from ..group import Group
 from ..instance import Instance
 from ..mca.coll.base import CollTable, comm_select, comm_unselect, unselected_table
+from ..mca.topo import Topology
 
 
 class Communicator:
@@ -40,6 +41,7 @@ class Communicator:
         "session",
         "size",
         "tag_ub",
+        "topo",
         "world_ranks",
     )
 
@@ -82,6 +84,8 @@ class Communicator:
         #: The session this communicator derives from (None: the world model); its buffer
         #: serves buffered sends when the communicator has none (:mod:`.buffering`).
         self.session: Any = None
+        #: The process topology (Cartesian, graph, distributed graph), or None.
+        self.topo: Topology | None = None
 
     @classmethod
     def create(
@@ -92,9 +96,15 @@ class Communicator:
         name: str,
         *,
         predefined: bool = False,
+        topo: Topology | None = None,
     ) -> Communicator:
-        """A new communicator, registered with the PML before any message can use it."""
+        """A new communicator, registered with the PML before any message can use it.
+
+        Its topology is set before the coll framework selects for it, so that components
+        can decide by it (neighbor collectives need one).
+        """
         comm = cls(instance, context_id, world_ranks, name, predefined=predefined)
+        comm.topo = topo
         with instance.engine.lock:  # THREAD_MULTIPLE: cids is shared with other agreements
             instance.cids.add(context_id)
             instance.pml.add_comm(comm)

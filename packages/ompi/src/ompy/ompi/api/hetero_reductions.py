@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ompy.opal.datatype.convert import packed_size
 from ompy.opal.datatype.convertor import Convertor
@@ -67,6 +67,15 @@ def _forms(keep: Keep) -> tuple[Callable[..., None], Callable[..., Any]]:
         return self._start(comm, send, recv, op, keep=keep, blocking=False)
 
     return blocking, nonblocking
+
+
+class HeteroPersistent(NamedTuple):
+    """A persistent reduction of a heterogeneous job: start ``refill()`` then ``allgather``;
+    once it completed, ``reduce()`` (None: this member keeps no result)."""
+
+    allgather: Any
+    refill: Callable[[], None]
+    reduce: Callable[[], None] | None
 
 
 class HeteroReductions:
@@ -130,22 +139,8 @@ class HeteroReductions:
         blocking: bool = True,
     ) -> Any:
         staging = self.staging
-        # In place the input is in the receive buffer (a reduce-scatter's whole input: .input).
-        source: BufferSpec | None = send
-        if send.in_place:
-            source = staging.input if staging.input is not None else recv
-        assert source is not None
-        datatype = source.datatype
-        signature = datatype.layout.description.signature(source.count)
+        source, signature = self.contribution(comm, send, recv)
         mine = staging._outgoing(source.packed(), signature)
-        sizes = {packed_size(signature, staging.arch(rank)) for rank in range(comm.size)}
-        if len(sizes) > 1:
-            raise MPIException(
-                ERR_CONVERSION,
-                f"{staging.call}: {source.count} x {datatype.Get_name()} has different sizes on "
-                f"the members' architectures ({sorted(sizes)} bytes); ompy's reductions need "
-                "the members to agree on element sizes",
-            )
         width = mine.nbytes
         gathered = memoryview(bytearray(width * comm.size))
         blocks = VectorBufferSpec(
@@ -166,6 +161,71 @@ class HeteroReductions:
             comm.coll.allgather(comm, contribution, blocks)
             return None
         return comm.coll.iallgather(comm, contribution, blocks)
+
+    def contribution(
+        self, comm: Any, send: BufferSpec, recv: BufferSpec | None
+    ) -> tuple[BufferSpec, Any]:
+        """What this member contributes (its spec) and its signature; ``ERR_CONVERSION`` when
+        the members' architectures give it different sizes."""
+        staging = self.staging
+        # In place the input is in the receive buffer (a reduce-scatter's whole input: .input).
+        source: BufferSpec | None = send
+        if send.in_place:
+            source = staging.input if staging.input is not None else recv
+        assert source is not None
+        datatype = source.datatype
+        signature = datatype.layout.description.signature(source.count)
+        sizes = {packed_size(signature, staging.arch(rank)) for rank in range(comm.size)}
+        if len(sizes) > 1:
+            raise MPIException(
+                ERR_CONVERSION,
+                f"{staging.call}: {source.count} x {datatype.Get_name()} has different sizes on "
+                f"the members' architectures ({sorted(sizes)} bytes); ompy's reductions need "
+                "the members to agree on element sizes",
+            )
+        return source, signature
+
+    def persistent(self, comm: Any, operation: str, args: tuple[Any, ...]) -> HeteroPersistent:
+        """The persistent form of reduction ``operation`` (``allreduce``, ...; ``args`` as the
+        table takes them): a persistent allgather of the contributions, set up once, and the
+        local conversion and reduction run after each start's allgather completed."""
+        keep: Keep | None = _everyone
+        counts: tuple[int, ...] | None = None
+        if operation == "reduce":
+            send, recv, op, root = args
+            keep = _everyone if comm.rank == root else None
+        elif operation == "reduce_scatter":
+            send, recv, recvcounts, op = args
+            counts = tuple(recvcounts)
+        elif operation == "reduce_scatter_block":
+            send, recv, op = args
+            counts = (recv.count,) * comm.size
+        else:
+            send, recv, op = args
+            keep = {"allreduce": _everyone, "scan": _inclusive, "exscan": _exclusive}[operation]
+        staging = self.staging
+        source, signature = self.contribution(comm, send, recv)
+        width = packed_size(signature, staging.arch(comm.rank))
+        mine = memoryview(bytearray(width))
+        gathered = memoryview(bytearray(width * comm.size))
+        blocks = VectorBufferSpec(
+            gathered,
+            (width,) * comm.size,
+            tuple(rank * width for rank in range(comm.size)),
+            BYTE,
+        )
+        allgather = comm.coll.allgather_init(comm, BufferSpec(mine, width, BYTE, mine), blocks)
+
+        def refill() -> None:
+            mine[:] = staging._outgoing(source.packed(), signature)
+
+        reduce: Callable[[], None] | None = None
+        if keep is not None and recv is not None:
+            ranks = keep(comm.rank, comm.size)
+            reduce = functools.partial(
+                self._reduce, comm, gathered, width, ranks, source, recv, op, counts
+            )
+        return HeteroPersistent(allgather, refill, reduce)
 
     def _reduce(  # noqa: PLR0917 (bound once per call by _start)
         self,

@@ -383,9 +383,12 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
 class Prequest(Request):
     """Persistent request handler."""
 
-    __slots__ = ("_starter",)
+    __slots__ = ("_on_free", "_starter")
 
     _starter: Starter | None
+    #: Run by ``Free`` with the active operation (None when inactive) before the handle is
+    #: released; it may refuse (raise).  Persistent collectives give their resources back.
+    _on_free: Callable[[Any], None] | None
 
     def __new__(cls, obj: Handle | None = None) -> Self:
         if obj is not None and obj and not isinstance(obj, Prequest):
@@ -393,11 +396,17 @@ class Prequest(Request):
         return super().__new__(cls, obj)
 
     @classmethod
-    def _persistent(cls, starter: Starter, comm: Progressing) -> Prequest:
+    def _persistent(
+        cls,
+        starter: Starter,
+        comm: Progressing,
+        on_free: Callable[[Any], None] | None = None,
+    ) -> Prequest:
         request = object.__new__(cls)
         request._core = None
         request._comm = comm
         request._starter = starter
+        request._on_free = on_free
         return request
 
     def _is_null(self) -> bool:
@@ -459,6 +468,10 @@ class Prequest(Request):
         """Free a persistent request (an active round still completes)."""
         if self._starter is None:
             raise MPIException(ERR_REQUEST, "Request.Free: the request is REQUEST_NULL")
+        on_free = self._on_free
+        if on_free is not None:
+            on_free(self._core)
+            self._on_free = None
         self._starter = None
         self._core = None
 

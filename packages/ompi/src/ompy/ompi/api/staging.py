@@ -96,7 +96,7 @@ class Staging:
     unpack the results into the program's buffers.
     """
 
-    __slots__ = ("_after", "archs", "call", "comm", "hetero", "input", "reduction")
+    __slots__ = ("_after", "_loads", "archs", "call", "comm", "hetero", "input", "reduction")
 
     def __init__(
         self,
@@ -111,6 +111,8 @@ class Staging:
         #: A reduction: in a heterogeneous job :meth:`table` serves it with conversions.
         self.reduction = reduction
         self._after: list[Callable[[], Any]] = []
+        #: How each input stand-in was filled (a persistent collective refills them per start).
+        self._loads: list[Callable[[], Any]] = []
         #: Typed data in a heterogeneous job: stand-ins carry each block as its origin wrote it.
         self.hetero = (
             comm is not None
@@ -122,6 +124,11 @@ class Staging:
         self.archs = comm.instance.archs if self.hetero else None
         #: The whole in-place input of a heterogeneous reduce-scatter (see :meth:`whole`).
         self.input: BufferSpec | None = None
+
+    def _load(self, fill: Callable[[], Any]) -> None:
+        """Fill an input stand-in now, and remember how (see :meth:`reload`)."""
+        fill()
+        self._loads.append(fill)
 
     def arch(self, rank: int) -> Arch:
         """The architecture member ``rank`` of the communicator published."""
@@ -204,13 +211,15 @@ class Staging:
             view = spec.buffer[spec.offset : end]
             return BufferSpec(view, spec.count, datatype, spec.buffer, spec.offset)
         if reduce and not plain(datatype):  # made of pairs: the kernels read padded pairs
-            image, result = self._image(convertor, datatype, spec.count * per, load=load)
+            image, result = self._image(convertor, datatype, spec.count * per, load=False)
+            if load:
+                self._load(functools.partial(_move, convertor, result))
             if output:
                 self._after.append(functools.partial(_move, result, convertor))
             return BufferSpec(image, spec.count * per, datatype, image)
         packed = memoryview(bytearray(convertor.packed_size))
         if load:
-            convertor.pack(0, packed)
+            self._load(functools.partial(convertor.pack, 0, packed))
         if output:
             self._after.append(functools.partial(convertor.unpack, 0, packed))
         if reduce:
@@ -238,7 +247,8 @@ class Staging:
             return BufferSpec(view, first * per, reduced, buffer, offset)
         if not plain(reduced):  # made of pairs: padded pairs in an image of the input
             source = Convertor(description, buffer, offset, count)
-            image, _ = self._image(source, reduced, count * per, load=True)
+            image, inner = self._image(source, reduced, count * per, load=False)
+            self._load(functools.partial(_move, source, inner))
             result = Convertor(reduced.layout.description, image, 0, first * per)
             self._after.append(
                 functools.partial(_move, result, Convertor(description, buffer, offset, first))
@@ -246,7 +256,7 @@ class Staging:
             return BufferSpec(image[: first * per * reduced.extent], first * per, reduced, image, 0)
         source = Convertor(description, buffer, offset, count)
         packed = memoryview(bytearray(source.packed_size))
-        source.pack(0, packed)
+        self._load(functools.partial(source.pack, 0, packed))
         result = Convertor(description, buffer, offset, first)
         self._after.append(functools.partial(result.unpack, 0, packed[: result.packed_size]))
         return BufferSpec(packed[: result.packed_size], first * per, reduced, packed, 0)
@@ -277,14 +287,20 @@ class Staging:
         me = self.comm.rank
         origin = me if origin is None else origin
         if not output:  # this member's contribution, as it published it
-            wire = self._outgoing(spec.packed(), signature)
+            assert self.archs is not None
+            wire = memoryview(bytearray(packed_size(signature, self.archs.published)))
+            self._load(functools.partial(self._fill, wire, spec, signature))
             return BufferSpec(wire, wire.nbytes, BYTE, wire)
         source = self.arch(origin)
         staged = memoryview(bytearray(packed_size(signature, source)))
         if load:
-            staged[:] = self._outgoing(spec.packed(), signature)
+            self._load(functools.partial(self._fill, staged, spec, signature))
         self._after.append(functools.partial(self._deliver, staged, signature, source, spec))
         return BufferSpec(staged, staged.nbytes, BYTE, staged)
+
+    def _fill(self, target: memoryview, spec: BufferSpec, signature: Any) -> None:
+        """Put ``spec``'s data into ``target`` in the representation this member published."""
+        target[:] = self._outgoing(spec.packed(), signature)
 
     def _outgoing(self, packed: memoryview, signature: Any) -> memoryview:
         """This member's packed data in the representation it published."""
@@ -329,7 +345,7 @@ class Staging:
             piece = staging[displ * size : (displ + count) * size]
             signature = spec.datatype.layout.description.signature(count)
             if load or not output:
-                piece[:] = self._outgoing(block.packed(), signature)
+                self._load(functools.partial(self._fill, piece, block, signature))
             if output:
                 source = self.arch(origins[index])
                 self._after.append(
@@ -383,7 +399,7 @@ class Staging:
                 )
             piece = staging[displ * size : (displ + count) * size]
             if load:
-                convertor.pack(0, piece)
+                self._load(functools.partial(convertor.pack, 0, piece))
             if output:
                 self._after.append(functools.partial(convertor.unpack, 0, piece))
         return VectorBufferSpec(
@@ -399,6 +415,16 @@ class Staging:
     def pending(self) -> bool:
         """Whether results must be unpacked at completion."""
         return bool(self._after)
+
+    def reload(self) -> None:
+        """Refill every input stand-in from the program's buffers (a persistent start)."""
+        for fill in self._loads:
+            fill()
+
+    def unpack(self) -> None:
+        """Unpack every result, keeping the unpacking for the next run (persistent calls)."""
+        for unpack in self._after:
+            unpack()
 
     def finish(self) -> None:
         """Unpack every result into the program's buffers (the operation completed)."""
@@ -429,7 +455,8 @@ class BlockwiseStaging(Staging):
         part = Staging(self.call, self.comm, spec.datatype)
         staged = part._single(spec, load=load, output=output, reduce=reduce, origin=origin)
         if part.pending:
-            self._after.append(part.finish)
+            self._after.append(part.unpack)
+        self._loads.extend(part._loads)
         return staged
 
 

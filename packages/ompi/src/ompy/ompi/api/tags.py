@@ -6,6 +6,8 @@ tags can never be taken by a program's receive.  ``-1`` is ``ANY_TAG`` itself an
 - ``-2 .. -99``: left to the coll framework's components;
 - ``-100 .. -199``: the API layer's internal collectives (barrier, allgather for Split and
   context ids);
+- ``-(1 << 18)`` downwards, ``1 << 18`` of them: persistent collectives, one tag per request
+  (:mod:`ompy.ompi.mca.coll.base.persistent`);
 - ``PICKLE_CHANNEL_BASE`` downwards: the out-of-band buffers of pickled messages, one tag per
   message so that the buffers of two messages in flight between the same pair never mix.
 """

@@ -15,13 +15,17 @@ from ompy.opal.mca import Cardinality, Framework
 from .interface import (
     BLOCKING,
     INTERFACE_VERSION,
+    NEIGHBOR_BLOCKING,
+    NEIGHBOR_OBJECT_OPERATIONS,
     NONBLOCKING,
     OBJECT_OPERATIONS,
     OPERATIONS,
+    PERSISTENT,
     CollComm,
     CollComponent,
     CollModule,
     Combine,
+    PersistentCollective,
 )
 
 framework = Framework.of(
@@ -34,12 +38,16 @@ framework = Framework.of(
 __all__ = [
     "BLOCKING",
     "INTERFACE_VERSION",
+    "NEIGHBOR_BLOCKING",
+    "NEIGHBOR_OBJECT_OPERATIONS",
     "NONBLOCKING",
     "OBJECT_OPERATIONS",
     "OPERATIONS",
+    "PERSISTENT",
     "CollComm",
     "CollComponent",
     "CollModule",
     "Combine",
+    "PersistentCollective",
     "framework",
 ]

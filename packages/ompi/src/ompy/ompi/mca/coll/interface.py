@@ -89,6 +89,13 @@ operation and return a :class:`~ompy.ompi.completion.CoreRequest` that completes
 progress engine, without the caller blocking.  The simplest way to write one is a schedule
 (:func:`ompy.ompi.mca.coll.base.start_schedule`): a generator that yields rounds of requests.
 
+Persistent forms (MPI-4): the same name with ``_init`` after it and the same arguments
+(``barrier_init(comm)``, ``allreduce_init(comm, sendspec, recvspec, op)``, ...); they set the
+operation up once and return a :class:`PersistentCollective` whose ``start()`` runs it again
+(the API's ``Prequest.Start``); see :mod:`ompy.ompi.mca.coll.base.persistent`, which builds
+one from a plan recorded at init.  A module that cannot run an operation without per-call
+set-up, or only blocking (``sm``), leaves its persistent form to others.
+
 A blocking operation that no module implements is served by waiting on the best nonblocking
 one, so a component may implement nonblocking forms only.  The converse is not true: a module
 that implements only blocking forms leaves the nonblocking ones to others.
@@ -119,10 +126,38 @@ if TYPE_CHECKING:
     from ...instance import Instance
     from ...op import Op
     from ..pml.interface import PmlModule
+    from ..topo import Topology
     from .base.table import CollTable
 
 #: The version of this interface; components declare the version they were written against.
 INTERFACE_VERSION = (1, 0)
+
+# -- neighbor collectives (issue 15): on a communicator with a topology ------------------------
+#: The blocking neighbor collectives (each with its ``i`` twin, like the others).  Block ``i`` of
+#: the send side goes to ``comm.topo.destinations[i]``, block ``j`` of the receive side comes
+#: from ``comm.topo.sources[j]`` (:func:`~ompy.ompi.mca.coll.base.neighborhood` gives both and
+#: the order MPI matches duplicate edges in); ``PROC_NULL`` entries move nothing::
+#:
+#:     neighbor_allgather(comm, sendspec, recvspec)    recvspec: VectorBufferSpec of indegree
+#:     neighbor_allgatherv(comm, sendspec, recvspec)     blocks (no MPI.IN_PLACE here)
+#:     neighbor_alltoall(comm, sendspec, recvspec)     sendspec: outdegree blocks, recvspec:
+#:     neighbor_alltoallv(comm, sendspec, recvspec)      indegree blocks (VectorBufferSpec)
+#:     neighbor_alltoallw(comm, sendspecs, recvspecs)  tuples of one BufferSpec per edge
+NEIGHBOR_BLOCKING: Final[tuple[str, ...]] = (
+    "neighbor_allgather",
+    "neighbor_allgatherv",
+    "neighbor_alltoall",
+    "neighbor_alltoallv",
+    "neighbor_alltoallw",
+)
+#: The object forms (``comm.neighbor_allgather(obj)``, ``comm.neighbor_alltoall(items)``)::
+#:
+#:     neighbor_allgather_object(comm, obj)     -> one object per source (None for PROC_NULL)
+#:     neighbor_alltoall_object(comm, items)    items: one per destination -> one per source
+NEIGHBOR_OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
+    "neighbor_allgather_object",
+    "neighbor_alltoall_object",
+)
 
 #: The blocking operations, in MPI's order; each has a nonblocking twin named ``"i" + name``.
 BLOCKING: Final[tuple[str, ...]] = (
@@ -143,6 +178,7 @@ BLOCKING: Final[tuple[str, ...]] = (
     "reduce_scatter",
     "scan",
     "exscan",
+    *NEIGHBOR_BLOCKING,
 )
 #: The nonblocking operations: ``ibarrier``, ``ibcast``, ...
 NONBLOCKING: Final[tuple[str, ...]] = tuple(f"i{name}" for name in BLOCKING)
@@ -157,9 +193,16 @@ OBJECT_OPERATIONS: Final[tuple[str, ...]] = (
     "allreduce_object",
     "scan_object",
     "exscan_object",
+    *NEIGHBOR_OBJECT_OPERATIONS,
 )
+# -- persistent collectives (MPI-4; issue 15) ------------------------------------------------
+#: The persistent operations: ``barrier_init``, ``bcast_init``, ... (same arguments as the
+#: blocking form; they return a :class:`PersistentCollective`).
+PERSISTENT: Final[tuple[str, ...]] = tuple(f"{name}_init" for name in BLOCKING)
+# -- end of persistent collectives ------------------------------------------------------------
+
 #: Every operation a module may implement.
-OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS
+OPERATIONS: Final[tuple[str, ...]] = BLOCKING + NONBLOCKING + OBJECT_OPERATIONS + PERSISTENT
 
 # -- the signature of every operation, as a module implements it and the table holds it ----------
 # (``comm`` first; a nonblocking operation returns the request the API wraps).
@@ -205,6 +248,71 @@ AlltoallObject = Callable[["CollComm", "Sequence[Any]"], "list[Any]"]
 ReduceObject = Callable[["CollComm", Any, Combine, int], Any]
 AllreduceObject = Callable[["CollComm", Any, Combine], Any]
 ScanObject = Callable[["CollComm", Any, Combine], Any]
+# -- persistent collectives (MPI-4; issue 15): ``<op>_init`` takes the blocking form's arguments
+
+
+class PersistentCollective(Protocol):
+    """A persistent collective of one communicator, set up once by a module's ``<op>_init``.
+
+    ``start()`` runs the operation once more and returns the request of that run (the API
+    wraps it as the ``Prequest``'s active operation); it is only called when the previous run
+    completed and was reported.  ``free()`` releases what the init took (its tag, scratch
+    space), once, when the inactive request is freed.  Everything that does not depend on the
+    data (algorithm, peers, tag, scratch buffers, reduction kernel) is decided at init, so a
+    start does no set-up (:mod:`ompy.ompi.mca.coll.base.persistent` writes one as a plan).
+    """
+
+    def start(self) -> CoreRequest: ...
+    def free(self) -> None: ...
+
+
+BarrierInit = Callable[["CollComm"], PersistentCollective]
+BcastInit = Callable[["CollComm", "BufferSpec", int], PersistentCollective]
+GatherInit = Callable[
+    ["CollComm", "BufferSpec", "VectorBufferSpec | None", int], PersistentCollective
+]
+ScatterInit = Callable[
+    ["CollComm", "VectorBufferSpec | None", "BufferSpec", int], PersistentCollective
+]
+AllgatherInit = Callable[["CollComm", "BufferSpec", "VectorBufferSpec"], PersistentCollective]
+AlltoallInit = Callable[["CollComm", "VectorBufferSpec", "VectorBufferSpec"], PersistentCollective]
+AlltoallwInit = Callable[
+    ["CollComm", "tuple[BufferSpec, ...] | None", "tuple[BufferSpec, ...]"], PersistentCollective
+]
+ReduceInit = Callable[
+    ["CollComm", "BufferSpec", "BufferSpec | None", "Op", int], PersistentCollective
+]
+AllreduceInit = Callable[["CollComm", "BufferSpec", "BufferSpec", "Op"], PersistentCollective]
+ReduceScatterInit = Callable[
+    ["CollComm", "BufferSpec", "BufferSpec", "tuple[int, ...]", "Op"], PersistentCollective
+]
+#: Persistent operation name -> its signature.
+PERSISTENT_SIGNATURES: Final[dict[str, Any]] = {
+    "barrier_init": BarrierInit,
+    "bcast_init": BcastInit,
+    "gather_init": GatherInit,
+    "gatherv_init": GatherInit,
+    "scatter_init": ScatterInit,
+    "scatterv_init": ScatterInit,
+    "allgather_init": AllgatherInit,
+    "allgatherv_init": AllgatherInit,
+    "alltoall_init": AlltoallInit,
+    "alltoallv_init": AlltoallInit,
+    "alltoallw_init": AlltoallwInit,
+    "reduce_init": ReduceInit,
+    "allreduce_init": AllreduceInit,
+    "reduce_scatter_block_init": AllreduceInit,
+    "reduce_scatter_init": ReduceScatterInit,
+    "scan_init": AllreduceInit,
+    "exscan_init": AllreduceInit,
+    "neighbor_allgather_init": AllgatherInit,
+    "neighbor_allgatherv_init": AllgatherInit,
+    "neighbor_alltoall_init": AlltoallInit,
+    "neighbor_alltoallv_init": AlltoallInit,
+    "neighbor_alltoallw_init": AlltoallwInit,
+}
+# -- end of persistent collectives ------------------------------------------------------------
+
 #: Operation name -> its signature (what :class:`~.base.table.CollTable` declares).
 SIGNATURES: Final[dict[str, Any]] = {
     "barrier": Barrier,
@@ -250,6 +358,20 @@ SIGNATURES: Final[dict[str, Any]] = {
     "allreduce_object": AllreduceObject,
     "scan_object": ScanObject,
     "exscan_object": ScanObject,
+    # neighbor collectives: the shapes of their all-member twins, with per-edge blocks
+    "neighbor_allgather": Allgather,
+    "neighbor_allgatherv": Allgather,
+    "neighbor_alltoall": Alltoall,
+    "neighbor_alltoallv": Alltoall,
+    "neighbor_alltoallw": Alltoallw,
+    "ineighbor_allgather": Iallgather,
+    "ineighbor_allgatherv": Iallgather,
+    "ineighbor_alltoall": Ialltoall,
+    "ineighbor_alltoallv": Ialltoall,
+    "ineighbor_alltoallw": Ialltoallw,
+    "neighbor_allgather_object": AllgatherObject,
+    "neighbor_alltoall_object": AlltoallObject,
+    **PERSISTENT_SIGNATURES,
 }
 
 
@@ -260,7 +382,8 @@ class CollComm(PmlComm, Protocol):
 
     ``coll`` is the communicator's table (every operation refuses until selection built it),
     ``instance``
-    the process instance (its op framework gives the reduction kernels).
+    the process instance (its op framework gives the reduction kernels), ``topo`` the process
+    topology the neighbor collectives follow (:mod:`ompy.ompi.mca.topo`).
     """
 
     @property
@@ -273,6 +396,10 @@ class CollComm(PmlComm, Protocol):
     def instance(self) -> Instance: ...
     @property
     def coll(self) -> CollTable: ...
+    @property
+    def topo(self) -> Topology | None:
+        """The process topology (neighbor collectives): None for a communicator without one."""
+        ...
 
 
 class CollModule:

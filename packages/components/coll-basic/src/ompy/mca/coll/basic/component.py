@@ -1,11 +1,12 @@
-"""The ``basic`` component and its module: every collective, blocking and nonblocking.
+"""The ``basic`` component and its module: every collective, blocking, nonblocking, persistent.
 
 Like Open MPI's ``coll/basic``, it is the fallback under every other coll component: it runs on
 every intra-communicator at a low priority, so a faster component wins whatever it implements
 and ``basic`` serves the rest.  Each algorithm is written once, as a schedule
-(:mod:`.rooted`, :mod:`.everyone`); the blocking method runs it in the caller and the
-nonblocking one starts it on the progress engine.  The object operations (:mod:`.objects`)
-move Python objects point to point.
+(:mod:`.rooted`, :mod:`.everyone`, :mod:`.neighbor`); the blocking method runs it in the
+caller and the nonblocking one starts it on the progress engine; the persistent forms
+(:mod:`.persistent`) record a plan at init that every start replays.  The object operations
+(:mod:`.objects`) move Python objects point to point.
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
-from ompy.ompi.mca.coll.base import run_schedule, start_schedule
+from ompy.ompi.mca.coll.base import (
+    Neighborhood,
+    neighborhood,
+    plan_collective,
+    run_schedule,
+    start_schedule,
+)
 from ompy.opal.mca import Offer
 
-from . import __version__, everyone, objects, rooted
+from . import __version__, everyone, neighbor, objects, persistent, rooted
 
 
 def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
@@ -25,6 +32,20 @@ def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
         run_schedule(comm, algorithm, *args)
 
     operation.__name__ = algorithm.__name__
+    operation.__doc__ = algorithm.__doc__
+    return operation
+
+
+def _on_edges(algorithm: Callable[..., Any], *, start: bool = False) -> Callable[..., Any]:
+    """A neighbor collective: ``algorithm(comm, tag, edges, ...)`` on the module's
+    neighbourhood of ``comm``, run in the caller or (``start``) started nonblocking."""
+    name = algorithm.__name__
+    drive = start_schedule if start else run_schedule
+
+    def operation(self: BasicCollModule, comm: Any, *args: Any) -> Any:
+        return drive(comm, algorithm, self._neighbors(comm, name), *args)
+
+    operation.__name__ = ("i" if start else "") + name
     operation.__doc__ = algorithm.__doc__
     return operation
 
@@ -38,8 +59,18 @@ def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
     return operation
 
 
+def _persistent(algorithm: Callable[..., None]) -> Callable[..., Any]:
+    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
+        return plan_collective(comm, algorithm, *args)
+
+    operation.__name__ = algorithm.__name__ + "_init"
+    operation.__doc__ = algorithm.__doc__
+    return operation
+
+
 class BasicCollModule(CollModule):
-    """Every operation of the coll interface; no per-communicator state."""
+    """Every operation of the coll interface; its only per-communicator state is the
+    neighbourhood of a communicator with a topology."""
 
     barrier = _blocking(rooted.barrier)
     ibarrier = _nonblocking(rooted.barrier)
@@ -78,6 +109,52 @@ class BasicCollModule(CollModule):
     allreduce_object = staticmethod(objects.allreduce)
     scan_object = staticmethod(objects.scan)
     exscan_object = staticmethod(objects.exscan)
+    # neighbor collectives (communicators with a topology): one message per edge, on the
+    # communicator's neighbourhood, computed at the first call and kept (see _neighbors)
+    neighbor_allgather = neighbor_allgatherv = _on_edges(neighbor.neighbor_allgather)
+    ineighbor_allgather = ineighbor_allgatherv = _on_edges(neighbor.neighbor_allgather, start=True)
+    neighbor_alltoall = neighbor_alltoallv = _on_edges(neighbor.neighbor_alltoall)
+    ineighbor_alltoall = ineighbor_alltoallv = _on_edges(neighbor.neighbor_alltoall, start=True)
+    neighbor_alltoallw = _on_edges(neighbor.neighbor_alltoallw)
+    ineighbor_alltoallw = _on_edges(neighbor.neighbor_alltoallw, start=True)
+
+    def neighbor_allgather_object(self, comm: Any, obj: Any) -> list[Any]:
+        """One object per in-edge (the object form of ``neighbor_allgather``)."""
+        edges = self._neighbors(comm, "neighbor_allgather")
+        return neighbor.neighbor_allgather_object(comm, edges, obj)
+
+    def neighbor_alltoall_object(self, comm: Any, items: Any) -> list[Any]:
+        """Item ``i`` along out-edge ``i``; one object per in-edge."""
+        edges = self._neighbors(comm, "neighbor_alltoall")
+        return neighbor.neighbor_alltoall_object(comm, edges, items)
+
+    _edges: Neighborhood | None = None
+
+    def _neighbors(self, comm: Any, operation: str) -> Neighborhood:
+        """The communicator's neighbourhood, computed once (the module is this communicator's;
+        a refusal, such as an asymmetric graph, is raised again at every call)."""
+        edges = self._edges
+        if edges is None:
+            edges = self._edges = neighborhood(comm, operation)
+        return edges
+
+    # Persistent collectives (MPI-4): a plan recorded once at init, replayed by every start
+    barrier_init = _persistent(persistent.barrier)
+    bcast_init = _persistent(persistent.bcast)
+    gather_init = gatherv_init = _persistent(persistent.gather)
+    scatter_init = scatterv_init = _persistent(persistent.scatter)
+    reduce_init = _persistent(persistent.reduce)
+    allgather_init = allgatherv_init = _persistent(persistent.allgather)
+    alltoall_init = alltoallv_init = _persistent(persistent.alltoall)
+    alltoallw_init = _persistent(persistent.alltoallw)
+    allreduce_init = _persistent(persistent.allreduce)
+    reduce_scatter_block_init = _persistent(persistent.reduce_scatter_block)
+    reduce_scatter_init = _persistent(persistent.reduce_scatter)
+    scan_init = _persistent(persistent.scan)
+    exscan_init = _persistent(persistent.exscan)
+    neighbor_allgather_init = neighbor_allgatherv_init = _persistent(persistent.neighbor_allgather)
+    neighbor_alltoall_init = neighbor_alltoallv_init = _persistent(persistent.neighbor_alltoall)
+    neighbor_alltoallw_init = _persistent(persistent.neighbor_alltoallw)
 
 
 class BasicCollComponent(CollComponent):

@@ -40,6 +40,7 @@ from .helpers import (
     send,
     subtree_size,
 )
+from .neighborhood import Neighborhood, neighborhood
 from .objects import (
     Failure,
     Outcome,
@@ -55,7 +56,8 @@ from .objects import (
     wait,
     wait_all,
 )
-from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule
+from .persistent import Phase, Plan, PlanBuilder, PlanCollective, PlanRun, plan_collective
+from .schedule import Algorithm, Schedule, in_flight, run_schedule, start_schedule, track
 from .select import CollSelection, comm_select, comm_unselect
 from .table import CollTable, Provider, build_table, unselected_table
 from .tags import FIRST_TAG, LAST_TAG, TAGS, claim_tag, next_tag
@@ -68,7 +70,13 @@ __all__ = [
     "CollSelection",
     "CollTable",
     "Failure",
+    "Neighborhood",
     "Outcome",
+    "Phase",
+    "Plan",
+    "PlanBuilder",
+    "PlanCollective",
+    "PlanRun",
     "Provider",
     "Schedule",
     "Sent",
@@ -86,7 +94,9 @@ __all__ = [
     "encode_object",
     "finish_recv",
     "in_flight",
+    "neighborhood",
     "next_tag",
+    "plan_collective",
     "receive",
     "recv",
     "recv_object",
@@ -99,6 +109,7 @@ __all__ = [
     "send_object",
     "start_schedule",
     "subtree_size",
+    "track",
     "unselected_table",
     "wait",
     "wait_all",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from ....completion import CoreRequest
 from ....errors import ERR_OTHER
@@ -155,6 +155,19 @@ def start_schedule(comm: Any, algorithm: Algorithm, *args: Any) -> Schedule:
     return schedule
 
 
+class Advancing(Protocol):
+    """What the runner advances: a schedule, or a start of a persistent collective."""
+
+    @property
+    def complete(self) -> bool: ...
+    def advance(self) -> bool: ...
+
+
+def track(engine: Any, item: Advancing) -> None:
+    """Have ``engine``'s progress advance ``item`` until it completes (call under its lock)."""
+    _runner(engine).add(item)
+
+
 class _Runner:
     """The progress callback of one progress engine: advances its schedules in flight.
 
@@ -164,10 +177,10 @@ class _Runner:
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self.active: list[Schedule] = []
+        self.active: list[Advancing] = []
         self.registered = False
 
-    def add(self, schedule: Schedule) -> None:
+    def add(self, schedule: Advancing) -> None:
         self.active.append(schedule)
         if not self.registered:
             self.engine.register(self.progress)

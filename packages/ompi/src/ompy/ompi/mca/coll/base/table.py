@@ -25,17 +25,24 @@ from ..interface import (
     BLOCKING,
     OPERATIONS,
     Allgather,
+    AllgatherInit,
     AllgatherObject,
     Allreduce,
+    AllreduceInit,
     AllreduceObject,
     Alltoall,
+    AlltoallInit,
     AlltoallObject,
     Alltoallw,
+    AlltoallwInit,
     Barrier,
+    BarrierInit,
     Bcast,
+    BcastInit,
     BcastObject,
     CollModule,
     Gather,
+    GatherInit,
     GatherObject,
     Iallgather,
     Iallreduce,
@@ -48,12 +55,16 @@ from ..interface import (
     IreduceScatter,
     Iscatter,
     Reduce,
+    ReduceInit,
     ReduceObject,
     ReduceScatter,
+    ReduceScatterInit,
     ScanObject,
     Scatter,
+    ScatterInit,
     ScatterObject,
 )
+from .persistent import PersistentTags
 
 
 @attrs.define(eq=False)
@@ -115,6 +126,42 @@ class CollTable:
     allreduce_object: AllreduceObject
     scan_object: ScanObject
     exscan_object: ScanObject
+    # persistent collectives (MPI-4)
+    barrier_init: BarrierInit
+    bcast_init: BcastInit
+    gather_init: GatherInit
+    gatherv_init: GatherInit
+    scatter_init: ScatterInit
+    scatterv_init: ScatterInit
+    allgather_init: AllgatherInit
+    allgatherv_init: AllgatherInit
+    alltoall_init: AlltoallInit
+    alltoallv_init: AlltoallInit
+    alltoallw_init: AlltoallwInit
+    reduce_init: ReduceInit
+    allreduce_init: AllreduceInit
+    reduce_scatter_block_init: AllreduceInit
+    reduce_scatter_init: ReduceScatterInit
+    scan_init: AllreduceInit
+    exscan_init: AllreduceInit
+    neighbor_allgather_init: AllgatherInit
+    neighbor_allgatherv_init: AllgatherInit
+    neighbor_alltoall_init: AlltoallInit
+    neighbor_alltoallv_init: AlltoallInit
+    neighbor_alltoallw_init: AlltoallwInit
+    # neighbor collectives (on a communicator with a topology)
+    neighbor_allgather: Allgather
+    neighbor_allgatherv: Allgather
+    neighbor_alltoall: Alltoall
+    neighbor_alltoallv: Alltoall
+    neighbor_alltoallw: Alltoallw
+    ineighbor_allgather: Iallgather
+    ineighbor_allgatherv: Iallgather
+    ineighbor_alltoall: Ialltoall
+    ineighbor_alltoallv: Ialltoall
+    ineighbor_alltoallw: Ialltoallw
+    neighbor_allgather_object: AllgatherObject
+    neighbor_alltoall_object: AlltoallObject
 
     def __init__(self, modules: list[tuple[str, CollModule]]) -> None:
         #: (component name, module) of every module serving some operation, best first.
@@ -125,6 +172,8 @@ class CollTable:
         self.sequence = 0
         #: Tag -> the nonblocking call last started on it, while it may be in flight.
         self.inflight: dict[int, Any] = {}
+        #: The tags of this communicator's persistent collectives (one per init).
+        self.persistent = PersistentTags()
 
     def provider(self, operation: str) -> str | None:
         """The name of the component serving ``operation`` here, or ``None``."""
