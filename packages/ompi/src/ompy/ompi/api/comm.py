@@ -30,6 +30,7 @@ from .from_group import create_from_group, create_group
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
+from .sendrecv import SendReceive
 
 #: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
 COMM_TYPE_SHARED = 0
@@ -40,6 +41,7 @@ class Comm(
     CommErrhandlers,
     CommInfo,
     PointToPoint,
+    SendReceive,
     CommBuffering,
     Handle,
     referent="_c",
