@@ -27,6 +27,7 @@ from .comm_info import CommInfo
 from .communicator import Communicator
 from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
+from .idup import CommIdup
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
@@ -41,6 +42,7 @@ class Comm(
     CommAttributes,
     CommErrhandlers,
     CommInfo,
+    CommIdup,
     PointToPoint,
     SendReceive,
     CommBuffering,
