@@ -31,6 +31,7 @@ from .idup import CommIdup
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
+from .partitioned import PartitionedComm
 from .sendrecv import SendReceive
 from .split_type import (
     COMM_TYPE_SHARED,  # noqa: F401 (its home before split_type.py)
@@ -45,6 +46,7 @@ class Comm(
     CommIdup,
     PointToPoint,
     SendReceive,
+    PartitionedComm,
     CommBuffering,
     Handle,
     referent="_c",
