@@ -46,6 +46,15 @@ EXPECTED = (
     "split_type pset self",
     "split_type mismatch",
     "create_group bad tag",
+    "partitioned 4->2 x8 round 2",
+    "partitioned 2->4 x8 round 1",
+    "partitioned 8->8 x40000 round 2",
+    "parrived early",
+    "partitioned pready_list",
+    "pready inactive",
+    "pready bad partition",
+    "partitioned mismatch",
+    "precv wildcard refused",
 )
 
 

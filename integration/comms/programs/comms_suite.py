@@ -171,5 +171,65 @@ ok, text = raises(comm.Create_group, comm.group, tag=-1, error_class=MPI.ERR_TAG
 check("create_group bad tag", ok, text)
 evens.Free()
 
+# -- partitioned point-to-point ----------------------------------------------------------------
+for send_parts, recv_parts, count in ((1, 1, 6), (3, 3, 6), (4, 2, 8), (2, 4, 8), (8, 8, 40000)):
+    sbuf = np.zeros(count, "d")
+    rbuf = np.full(count, -1.0)
+    send = comm.Psend_init(sbuf, send_parts, right, 2)
+    recv = comm.Precv_init(rbuf, recv_parts, left, 2)
+    for round_ in range(3):
+        sbuf[:] = 1000 * round_ + rank
+        comm.Barrier()
+        recv.Start()
+        send.Start()
+        for partition in reversed(range(send_parts)):
+            send.Pready(partition)
+        for partition in range(recv_parts):
+            while not recv.Parrived(partition):
+                pass
+        status = MPI.Status()
+        MPI.Request.Waitall([recv, send], [status])
+        ok = (rbuf == 1000 * round_ + left).all() and status.Get_source() == left
+        check(f"partitioned {send_parts}->{recv_parts} x{count} round {round_}", ok, rbuf[:4])
+    send.Free()
+    recv.Free()
+# early partitions arrive before the rest is ready
+sbuf, rbuf = np.arange(12, dtype="i"), np.zeros(12, "i")
+send = comm.Psend_init(sbuf, 3, right, 3)
+recv = comm.Precv_init(rbuf, 3, left, 3)
+recv.Start()
+send.Start()
+send.Pready(0)
+while not recv.Parrived(0):
+    pass
+check("parrived early", (rbuf[:4] == [0, 1, 2, 3]).all() and not recv.Parrived(2))
+comm.Barrier()
+send.Pready_list([1, 2])
+MPI.Request.Waitall([send, recv])
+check("partitioned pready_list", (rbuf == np.arange(12)).all())
+ok, text = raises(send.Pready, 0, error_class=MPI.ERR_REQUEST)
+check("pready inactive", ok, text)
+send.Start()
+ok, text = raises(send.Pready, 3, error_class=MPI.ERR_ARG)
+check("pready bad partition", ok and "partition 3 does not exist" in text, text)
+recv.Start()
+send.Pready_range(0, 2)
+MPI.Request.Waitall([send, recv])
+send.Free()
+recv.Free()
+# mismatched sizes: both sides fail, nothing hangs
+send = comm.Psend_init(np.zeros(4, "i"), 2, right, 4)
+recv = comm.Precv_init(np.zeros(6, "i"), 2, left, 4)
+recv.Start()
+send.Start()
+send.Pready_range(0, 1)
+ok_send, text = raises(send.Wait, error_class=MPI.ERR_ARG)
+ok_recv, text2 = raises(recv.Wait, error_class=MPI.ERR_ARG)
+check("partitioned mismatch", ok_send and ok_recv and "same number of bytes" in text, text)
+send.Free()
+recv.Free()
+ok, text = raises(comm.Precv_init, np.zeros(2), 1, error_class=MPI.ERR_ARG)
+check("precv wildcard refused", ok, text)
+
 comm.Barrier()
 print(json.dumps({"rank": rank, "passed": checks}), flush=True)
