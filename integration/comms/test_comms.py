@@ -74,3 +74,22 @@ def test_the_comms_suite_passes(ompy, ranks, transport):
             assert "idup pending" in passed
         if report["rank"] % 2 == 0:
             assert {"create_group tags", "create_group works"} <= passed
+
+
+THREADS_PROGRAM = Path(__file__).parent / "programs" / "threads_suite.py"
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_idup_and_partitioned_requests_from_several_threads(ompy, ranks, transport):
+    args = ["-n", str(ranks), "--oversubscribe", *TRANSPORTS[transport]]
+    result = ompy.run([*args, sys.executable, str(THREADS_PROGRAM)], timeout=280)
+    assert result.returncode == 0, result.stderr[-4000:]
+    reports = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert sorted(report["rank"] for report in reports) == list(range(ranks)), result.stdout
+    for report in reports:
+        left = (report["rank"] - 1) % ranks
+        for index in range(3):
+            size, received, steady = report["results"][str(index)]
+            assert size == ranks and steady
+            assert received == [left + 10 * index] * 6

@@ -144,13 +144,16 @@ class CommIdup:
         handle = type(self)._of(None)
         core = IdupCore(c, handle, hints)
         # The call's place among the parent's collectives: the same on every member.
-        priority = (0, c.context_id, 1, c.coll.sequence)
-        schedule = start_schedule(c, core.agree, priority)
-        core.schedule = schedule
-        if schedule.complete:
-            core.agreed(schedule)
-        else:
-            schedule.on_complete = core.agreed
+        # Under the MPI lock (reentrant): with THREAD_MULTIPLE another thread's progress must
+        # not finish the schedule between its start and the hand-over being attached.
+        with c.engine.lock:
+            priority = (0, c.context_id, 1, c.coll.sequence)
+            schedule = start_schedule(c, core.agree, priority)
+            core.schedule = schedule
+            if schedule.complete:
+                core.agreed(schedule)
+            else:
+                schedule.on_complete = core.agreed
         return handle, Request._of(core, c)
 
     def Idup(self, info: Info | None = None) -> tuple[Self, Request]:

@@ -154,6 +154,13 @@ class PartitionedSend:
         self.round: SendRound | None = None
 
     def __call__(self) -> SendRound:
+        engine = self.comm.engine
+        if engine.threaded:  # the round's callbacks are attached before others progress
+            with engine.lock:
+                return self._start()
+        return self._start()
+
+    def _start(self) -> SendRound:
         round_ = SendRound(self.partitions)
         self.round = round_
         if self.proc_null:
@@ -285,6 +292,13 @@ class PartitionedRecv:
         self.round: RecvRound | None = None
 
     def __call__(self) -> RecvRound:
+        engine = self.comm.engine
+        if engine.threaded:  # the round's callbacks are attached before others progress
+            with engine.lock:
+                return self._start()
+        return self._start()
+
+    def _start(self) -> RecvRound:
         round_ = RecvRound()
         round_.source, round_.tag, round_.count = self.source, self.tag, self.nbytes
         self.round = round_
