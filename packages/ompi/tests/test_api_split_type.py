@@ -9,6 +9,8 @@ import contextlib
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ompy.ompi import errors
 from ompy.ompi.api import hwinfo
@@ -224,3 +226,22 @@ def test_split_type_arguments_are_checked():
         comm.Split_type("shared")
     with pytest.raises(TypeError, match="info must be an Info"):
         comm.Split_type(COMM_TYPE_SHARED, info={"a": "b"})
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    nodes=st.lists(st.integers(0, 2), min_size=1, max_size=5),
+    keys=st.lists(st.integers(-3, 3), min_size=5, max_size=5),
+    split_type=st.sampled_from([COMM_TYPE_SHARED, COMM_TYPE_HW_GUIDED, COMM_TYPE_RESOURCE_GUIDED]),
+)
+def test_node_splits_group_by_node_and_order_by_key_then_rank(nodes, keys, split_type):
+    def body(comm):
+        info = info_of(mpi_hw_resource_type="mpi_shared_memory")
+        return members(comm.Split_type(split_type, key=keys[comm.Get_rank()], info=info))
+
+    got = run_ranks(make_world(len(nodes), nodes=nodes), body)
+    for rank, node in enumerate(nodes):
+        expected = sorted(
+            (r for r in range(len(nodes)) if nodes[r] == node), key=lambda r: (keys[r], r)
+        )
+        assert got[rank] == expected
