@@ -84,7 +84,9 @@ def test_partitions_leave_in_order_so_a_later_one_waits_for_those_before_it():
     assert run_ranks(make_world(1), body) == [list(np.arange(6.0))]
 
 
-@pytest.mark.parametrize(("send_parts", "recv_parts"), [(4, 2), (2, 4), (3, 1), (1, 6)])
+@pytest.mark.parametrize(
+    ("send_parts", "recv_parts"), [(4, 2), (2, 4), (3, 1), (1, 6), (3, 2), (2, 3)]
+)
 def test_the_two_sides_may_cut_the_same_bytes_differently(send_parts, recv_parts):
     def body(comm):
         rank = comm.Get_rank()
