@@ -129,3 +129,19 @@ def test_idup_arguments_are_checked_before_anything_starts():
     with pytest.raises(errors.Exception) as info:
         COMM_NULL.Idup()
     assert info.value.Get_error_class() == errors.ERR_COMM
+
+
+def test_idup_among_other_nonblocking_and_blocking_collectives_on_the_parent():
+    def body(comm):
+        rank = comm.Get_rank()
+        barrier = comm.Ibarrier()
+        new, request = comm.Idup()
+        total = np.zeros(1)
+        reduction = comm.Iallreduce(np.array([float(rank)]), total)
+        blocking = comm.allreduce(rank)
+        Request.Waitall([reduction, request, barrier])
+        result = (total[0], blocking, new.allreduce(1))
+        new.Free()
+        return result
+
+    assert run_ranks(make_world(4), body) == [(6.0, 6, 4)] * 4
