@@ -31,7 +31,7 @@ from ..handle import Handle, predefine
 from ..status import Status
 from .communicator import Communicator
 from .errhandler import RequestErrhandlers
-from .partitions import PartitionedOps
+from .partition_calls import PartitionedOps
 from .transfers import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
