@@ -279,6 +279,14 @@ def test_bad_partition_numbers_and_misuse_raise_mpi_errors():
     send.Wait()
     plain = comm.Send_init(np.zeros(1), 0)
     assert mpi_error(plain.Pready, 0)[0] == errors.ERR_REQUEST
+    assert mpi_error(plain.Parrived, 0)[0] == errors.ERR_REQUEST
+    recv.Free()
+    assert recv.Parrived(5)  # MPI: true on a null (or inactive) request
+    assert Prequest().Parrived(0)
+    assert mpi_error(send.Pready, 0)[0] == errors.ERR_REQUEST  # inactive
+    send.Free()
+    cls, text = mpi_error(send.Pready, 0)
+    assert cls == errors.ERR_REQUEST and "REQUEST_NULL" in text
 
 
 def test_bad_arguments_of_the_init_calls():
