@@ -9,7 +9,7 @@ initialization).  Importing it initializes MPI, as importing ``mpi4py.MPI`` does
 from __future__ import annotations
 
 from ompy.ompi.api.buffering import Flush_buffer, Iflush_buffer
-from ompy.ompi.api.comm import COMM_NULL, COMM_SELF, COMM_TYPE_SHARED, COMM_WORLD, Comm, Intracomm
+from ompy.ompi.api.comm import COMM_NULL, COMM_SELF, COMM_WORLD, Comm, Intracomm
 from ompy.ompi.api.environment import (
     Get_abi_fortran_info,
     Get_abi_info,
@@ -63,6 +63,12 @@ from ompy.ompi.api.request import (
     Request,
 )
 from ompy.ompi.api.session import MAX_PSET_NAME_LEN, SESSION_NULL, Session
+from ompy.ompi.api.split_type import (
+    COMM_TYPE_HW_GUIDED,
+    COMM_TYPE_HW_UNGUIDED,
+    COMM_TYPE_RESOURCE_GUIDED,
+    COMM_TYPE_SHARED,
+)
 from ompy.ompi.api.topo_args import UNWEIGHTED, WEIGHTS_EMPTY
 from ompy.ompi.api.topo_create import Compute_dims
 from ompy.ompi.api.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm
@@ -164,6 +170,9 @@ __all__ = [
     "BXOR",
     "COMM_NULL",
     "COMM_SELF",
+    "COMM_TYPE_HW_GUIDED",
+    "COMM_TYPE_HW_UNGUIDED",
+    "COMM_TYPE_RESOURCE_GUIDED",
     "COMM_TYPE_SHARED",
     "COMM_WORLD",
     "CONGRUENT",

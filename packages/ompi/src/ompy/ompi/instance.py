@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .api.bsend import BsendPool
     from .api.cid import Agreements
     from .api.from_group import Rendezvous
+    from .api.partitions import PartitionBook
 
 
 def _bsend_pool() -> BsendPool:
@@ -66,6 +67,12 @@ def _rendezvous(instance: Instance) -> Rendezvous:
     from .api.from_group import Rendezvous
 
     return Rendezvous(instance)
+
+
+def _partition_book() -> PartitionBook:
+    from .api.partitions import PartitionBook
+
+    return PartitionBook()
 
 
 @attrs.define(eq=False)
@@ -117,6 +124,8 @@ class Instance:
     rendezvous: Rendezvous = attrs.field(
         default=attrs.Factory(_rendezvous, takes_self=True), repr=False
     )
+    #: Partitioned point-to-point: channel numbers, init counts, setups set aside.
+    partitioned: PartitionBook = attrs.field(factory=_partition_book, repr=False)
     #: The attribute keys of every kind of object (``Comm.Create_keyval``, ...).
     keyvals: KeyvalTable = attrs.field(factory=KeyvalTable, repr=False)
     #: The integer handles of user objects (``toint``/``fromint``, ``py2f``/``f2py``).

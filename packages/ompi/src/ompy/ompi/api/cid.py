@@ -24,7 +24,7 @@ context id, or the key of a parentless call.  An agreed id goes into ``instance.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Generator, Hashable
 from typing import Any
 
 import attrs
@@ -72,6 +72,31 @@ def agree(
     ``priority`` orders concurrent agreements (module docstring); the agreed id is in
     ``instance.cids`` when this returns.
     """
+    steps = agreement(instance, start, priority=priority)
+    try:
+        value = next(steps)
+        while True:
+            value = steps.send(gather(value))
+    except StopIteration as done:
+        cid: int = done.value
+        return cid
+    finally:
+        steps.close()
+
+
+def agreement(
+    instance: Instance,
+    start: int = FIRST_AGREED_CID,
+    *,
+    priority: tuple[Hashable, ...] = (0, -1),
+) -> Generator[Any, list[Any], int]:
+    """The agreement as a generator: it yields each value to allgather, is sent the gathered
+    list, and returns the agreed id.
+
+    :func:`agree` drives it with a blocking allgather; a nonblocking ``Comm.Idup`` drives it
+    from the progress engine (:mod:`.idup`).  Its priority counts as running from the first
+    step until the generator ends or is closed.
+    """
     book = instance.cid_agreements
     lock = instance.engine.lock
     with lock:
@@ -82,7 +107,7 @@ def agree(
                 proposal = instance.lowest_free_cid(start)
                 while proposal in book.reserved:
                     proposal = instance.lowest_free_cid(proposal + 1)
-            candidate = max(gather(proposal))
+            candidate = max((yield proposal))
             with lock:
                 if candidate in instance.cids:
                     answer = _TAKEN
@@ -91,9 +116,12 @@ def agree(
                 else:
                     answer = _HELD
                     book.reserved.add(candidate)
-            answers = gather(answer)
+            try:
+                answers = yield answer
+            finally:
+                with lock:
+                    book.reserved.discard(candidate)
             with lock:
-                book.reserved.discard(candidate)
                 if all(a == _HELD for a in answers):
                     instance.cids.add(candidate)
                     return candidate

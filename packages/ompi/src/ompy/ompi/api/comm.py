@@ -28,21 +28,28 @@ from .comm_info import CommInfo
 from .communicator import Communicator
 from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
+from .idup import CommIdup
 from .info import INFO_NULL, Info, info_items
 from .internal import allgather
 from .p2p import PointToPoint
+from .partitioned import PartitionedComm
 from .persistent_collectives import PersistentCollectives
+from .sendrecv import SendReceive
+from .split_type import (
+    COMM_TYPE_SHARED,  # noqa: F401 (its home before split_type.py)
+    split_by_type,
+)
 from .topo_create import CommTopology, TopologyConstructors, handle_class
-
-#: ``Split_type`` by shared-memory domain: the processes of one node (Open MPI's value).
-COMM_TYPE_SHARED = 0
 
 
 class Comm(
     CommAttributes,
     CommErrhandlers,
     CommInfo,
+    CommIdup,
     PointToPoint,
+    SendReceive,
+    PartitionedComm,
     CommBuffering,
     CommTopology,
     Handle,
@@ -222,21 +229,12 @@ class Comm(
         return self._new(c, tuple(c.world_ranks[r] for _, r in members), how, hints)
 
     def Split_type(self, split_type: int, key: int = 0, info: Info = INFO_NULL) -> Comm:
-        """Split communicator by type: COMM_TYPE_SHARED groups the processes of each node."""
+        """Split communicator by type (node, hardware resource or process set; see
+        :mod:`.split_type`)."""
         c = self._live("Comm.Split_type")
         split_type = as_int(split_type, "Comm.Split_type: split_type")
         key = as_int(key, "Comm.Split_type: key")
-        hints = info_items(info, "Comm.Split_type")
-        if split_type == UNDEFINED:
-            return self._split(c, UNDEFINED, key, "SPLIT_TYPE")
-        if split_type != COMM_TYPE_SHARED:
-            raise MPIException(
-                ERR_ARG,
-                f"Comm.Split_type: split type {split_type} is not supported (use "
-                "MPI.COMM_TYPE_SHARED or MPI.UNDEFINED)",
-            )
-        node = c.instance.procs[c.instance.world_rank].node_id
-        return self._split(c, node, key, "SPLIT_TYPE", hints)
+        return split_by_type(self, c, split_type, key, info)
 
     def Create(self, group: Group) -> Comm:
         """Create communicator from group (collective over this communicator)."""

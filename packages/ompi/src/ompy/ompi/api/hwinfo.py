@@ -38,6 +38,20 @@ PREFIX = "hwloc://"
 def resources(cpus: Iterable[int] | None = None, root: Path = SYSFS) -> dict[str, str]:
     """The info pairs of ``Get_hw_resource_info`` for processors ``cpus`` (default: the
     caller's current binding), read from the topology under ``root``."""
+    return {
+        PREFIX + kind: _flag(identity is not None)
+        for kind, identity in confinement(cpus, root).items()
+    }
+
+
+def confinement(cpus: Iterable[int] | None = None, root: Path = SYSFS) -> dict[str, str | None]:
+    """For each resource type the system describes (:data:`TYPES`, largest first): the identity
+    of the one resource of that type holding every processor of ``cpus`` (default: the caller's
+    binding), or None when they lie in several.
+
+    An identity names the resource within its machine (the processors it holds, as the kernel
+    lists them, or the NUMA node's name); ``Comm.Split_type`` pairs it with the node.
+    """
     allowed = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
     if not allowed:
         raise ValueError("hardware resources: the process may run on no processor")
@@ -49,13 +63,13 @@ def resources(cpus: Iterable[int] | None = None, root: Path = SYSFS) -> dict[str
         "L1Cache": lambda cpu: _cache(root, cpu, 1),
         "Core": lambda cpu: _topology(root, cpu, "core_cpus_list", "thread_siblings_list"),
     }
-    result = {PREFIX + "Machine": "true"}
+    result: dict[str, str | None] = {"Machine": "machine"}
     for kind in TYPES[1:-1]:
-        owners = [readers[kind](cpu) for cpu in allowed]
-        if any(owner is None for owner in owners):
+        owners = {readers[kind](cpu) for cpu in allowed}
+        if None in owners:
             continue  # the system does not describe this type for every processor
-        result[PREFIX + kind] = _flag(len(set(owners)) == 1)
-    result[PREFIX + "PU"] = _flag(len(allowed) == 1)
+        result[kind] = owners.pop() if len(owners) == 1 else None
+    result["PU"] = str(allowed[0]) if len(allowed) == 1 else None
     return result
 
 

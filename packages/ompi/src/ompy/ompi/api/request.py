@@ -31,6 +31,7 @@ from ..handle import Handle, predefine
 from ..status import Status
 from .communicator import Communicator
 from .errhandler import RequestErrhandlers
+from .partition_calls import PartitionedOps
 from .transfers import fill_empty, fill_status
 
 #: Starts one round of a persistent request: returns the new operation.
@@ -380,7 +381,7 @@ class Request(RequestErrhandlers, Handle, referent="_core"):
         return Request.Get_status_some(requests, statuses)
 
 
-class Prequest(Request):
+class Prequest(PartitionedOps, Request):
     """Persistent request handler."""
 
     __slots__ = ("_on_free", "_starter")
