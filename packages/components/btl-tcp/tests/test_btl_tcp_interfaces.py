@@ -1,9 +1,19 @@
-"""Interface discovery and the btl_tcp_if_include / btl_tcp_if_exclude rules."""
+"""Interface discovery, btl_tcp_if_include/if_exclude/if_bridges, each interface's bandwidth."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ompy.mca.btl.tcp.bandwidth import bandwidth_of, parse_rules
 from ompy.mca.btl.tcp.interfaces import Interface, discover_interfaces, select_interfaces
 
 LO = Interface("lo", 1, "127.0.0.1", 8, True)
@@ -61,3 +71,117 @@ def test_an_include_entry_that_matches_nothing_is_an_error_listing_what_exists()
 def test_a_malformed_network_is_an_error_naming_the_parameter():
     with pytest.raises(ValueError, match=r"btl_tcp_if_exclude entry '10\.0\.0\.300/8'"):
         select_interfaces(ALL, exclude=["10.0.0.300/8"])
+
+
+# -- bridges ----------------------------------------------------------------------------------
+
+DOCKER0 = Interface("docker0", 4, "172.17.0.1", 16, False, bridge=True)
+WITH_BRIDGE = [LO, ETH0, DOCKER0]
+
+
+def test_bridges_are_skipped_by_default():
+    assert select_interfaces(WITH_BRIDGE) == [LO, ETH0]
+    assert select_interfaces(WITH_BRIDGE, exclude=["lo"]) == [ETH0]
+
+
+def test_bridges_are_used_when_asked_for():
+    assert select_interfaces(WITH_BRIDGE, bridges=True) == WITH_BRIDGE
+    assert select_interfaces(WITH_BRIDGE, include=["docker0"]) == [DOCKER0]
+    assert select_interfaces(WITH_BRIDGE, include=["172.16.0.0/12"]) == [DOCKER0]
+
+
+def _ip(*argv: str) -> None:
+    subprocess.run(["ip", *argv], check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def namespace():
+    """A fresh network namespace with a bridge and a veth pair (root only)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2 to make a network namespace")
+    name = f"ompy-test-{secrets.token_hex(3)}"
+    _ip("netns", "add", name)
+    try:
+        _ip("-n", name, "link", "add", "br7", "type", "bridge")
+        _ip("-n", name, "addr", "add", "172.31.0.1/16", "dev", "br7")
+        _ip("-n", name, "link", "add", "veth7", "type", "veth", "peer", "name", "veth8")
+        _ip("-n", name, "addr", "add", "10.99.0.1/24", "dev", "veth7")
+        for device in ("lo", "br7", "veth7", "veth8"):
+            _ip("-n", name, "link", "set", device, "up")
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True, timeout=30)
+
+
+@pytest.mark.timeout(60)
+def test_discovery_in_a_namespace_tells_bridges_and_link_speeds(namespace):
+    script = (
+        "import json; from ompy.mca.btl.tcp.interfaces import discover_interfaces as d; "
+        "print(json.dumps({i.name: [i.bridge, i.speed] for i in d()}))"
+    )
+    done = subprocess.run(
+        ["ip", "netns", "exec", namespace, sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    assert found["br7"][0] is True
+    assert found["veth7"] == [False, 10_000]  # veth reports 10 Gbit/s
+    assert found["lo"] == [False, 0]
+    assert "veth8" not in found  # no IPv4 address
+
+
+# -- bandwidth --------------------------------------------------------------------------------
+
+FAST = Interface("eth0", 2, "10.1.2.3", 16, False, speed=25_000)
+
+
+def test_a_bandwidth_rule_names_an_interface_or_a_network():
+    rules = parse_rules(["eth0:2500", "192.168.0.0/16:400"])
+    assert bandwidth_of(ETH0, rules, 10_000, user_default=False) == 2500
+    assert bandwidth_of(IB0, rules, 10_000, user_default=False) == 400
+    assert bandwidth_of(LO, rules, 10_000, user_default=False) == 10_000
+
+
+def test_without_a_rule_the_link_speed_counts_unless_the_user_set_the_default():
+    assert bandwidth_of(FAST, [], 10_000, user_default=False) == 25_000
+    assert bandwidth_of(FAST, [], 3000, user_default=True) == 3000
+    assert bandwidth_of(ETH0, [], 10_000, user_default=False) == 10_000  # speed unknown
+
+
+def test_the_first_matching_rule_wins():
+    rules = parse_rules(["10.0.0.0/8:100", "eth0:200"])
+    assert bandwidth_of(ETH0, rules, 10_000, user_default=True) == 100
+
+
+@pytest.mark.parametrize(
+    ("entry", "complaint"),
+    [
+        ("eth0", "is not INTERFACE:MBITS"),
+        (":100", "is not INTERFACE:MBITS"),
+        ("eth0:fast", "must be a positive whole number"),
+        ("eth0:0", "must be a positive whole number"),
+        ("10.0.0.300/8:10", "neither an interface name nor an IPv4 network"),
+    ],
+)
+def test_a_malformed_bandwidth_rule_is_an_error_naming_the_entry(entry, complaint):
+    with pytest.raises(ValueError, match=rf"btl_tcp_if_bandwidth entry '{entry}'.*{complaint}"):
+        parse_rules([entry])
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["lo", "eth0", "ib0", "10.0.0.0/8"]), st.integers(1, 10**6)),
+        max_size=4,
+    ),
+    st.integers(1, 10**6),
+    st.booleans(),
+)
+def test_bandwidth_is_always_a_rule_the_default_or_the_speed(pairs, default, user_default):
+    rules = parse_rules([f"{where}:{mbps}" for where, mbps in pairs])
+    for interface in (*ALL, FAST):
+        value = bandwidth_of(interface, rules, default, user_default=user_default)
+        assert value > 0
+        assert value in {mbps for _where, mbps in pairs} | {default, interface.speed}
