@@ -16,11 +16,11 @@ import pytest
 
 import ompy.mca.btl.tcp.component as tcp_component
 from ompy.mca.btl.tcp import TcpBtlComponent
-from ompy.mca.btl.tcp.interfaces import Interface
 from ompy.opal.mca.btl import BtlContext
 from ompy.opal.mca.btl.base import TAG_USR
 from ompy.opal.mca.params import Registry
 from ompy.opal.modex import InMemoryModex
+from ompy.opal.net.interfaces import Interface
 from ompy.opal.proc import Proc
 from ompy.opal.progress import ProgressEngine
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from .interfaces import Interface, matches, parse_entry
+from ompy.opal.net.interfaces import Interface, matches, parse_entry
 
 
 @attrs.frozen

@@ -37,16 +37,16 @@ from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefault
 from ompy.opal.mca.params import ParamType, SourceKind
 from ompy.opal.mca.selection import Selection
 from ompy.opal.modex import ModexError
+from ompy.opal.net.interfaces import Interface, discover_interfaces, select_interfaces
+from ompy.opal.net.reach import Probe, Reachability
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
 from . import __version__, wire
 from .bandwidth import bandwidth_of, parse_rules
-from .interfaces import Interface, discover_interfaces, select_interfaces
 from .module import TcpBtlModule
 from .poller import Poller
 from .rdma import Registrations
-from .reach import Probe, Reachability
 
 
 class TcpBtlComponent(BtlComponent):

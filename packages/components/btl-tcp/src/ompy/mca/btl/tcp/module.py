@@ -47,15 +47,15 @@ from ompy.opal.mca.btl import (
     MemHandle,
     ModuleAttributes,
 )
+from ompy.opal.net.interfaces import Interface
+from ompy.opal.net.reach import bind_device
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
 from . import wire
 from .connection import CLOSED, CONNECTING, OPEN, Connection, drop_sent
-from .interfaces import Interface
 from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
-from .reach import bind_device
 
 if TYPE_CHECKING:  # the component module imports this one
     from .component import TcpBtlComponent

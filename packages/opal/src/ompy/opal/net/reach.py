@@ -1,6 +1,7 @@
 """Which of a peer's published addresses this process can reach, found by trying them.
 
-A peer on another node publishes every interface it listens on, but not all of them need be
+Used by the tcp BTL (before a module pairs with a peer's address) and by ``ompy doctor``.  A
+peer on another node publishes every interface it listens on, but not all of them need be
 reachable from here: a second network that only some hosts are cabled to, a management network
 behind a firewall, a private address that exists on every host.  Before a module pairs with a
 remote address, :class:`Reachability` probes it: a TCP connect from the module's own address to
@@ -73,8 +74,16 @@ class Reachability:
     A local address belongs to one interface of this host, so it stands for the interface too.
     """
 
-    def __init__(self, timeout: float, own_addresses: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        own_addresses: Iterable[str] = (),
+        *,
+        timeout_param: str = "btl_tcp_probe_timeout",
+    ) -> None:
         self.timeout = timeout
+        #: The setting that gave ``timeout``, named when a probe times out.
+        self.timeout_param = timeout_param
         self.own = frozenset(own_addresses)
         self._known: dict[tuple[str, str], Verdict] = {}
         #: Probes actually sent (connect attempts), for tests and diagnostics.
@@ -153,5 +162,5 @@ class Reachability:
                 self._known[(item.local, item.remote)] = Verdict(
                     False,
                     f"no answer to a connect from {item.local} within "
-                    f"btl_tcp_probe_timeout = {self.timeout:g} s",
+                    f"{self.timeout_param} = {self.timeout:g} s",
                 )

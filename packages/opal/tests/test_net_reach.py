@@ -1,4 +1,4 @@
-"""Probing a peer's addresses before use (``ompy.mca.btl.tcp.reach``).
+"""Probing a peer's addresses before use (``ompy.opal.net.reach``).
 
 The probes run on loopback here (any 127.x address is this host's); probing between real hosts
 (network namespaces, where one NIC reaches a peer and another does not) is tested in
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ompy.mca.btl.tcp.reach import Probe, Reachability, bind_device
+from ompy.opal.net.reach import Probe, Reachability, bind_device
 
 pytestmark = pytest.mark.timeout(30)
 
