@@ -151,7 +151,9 @@ class ControlServer:
     def address(self) -> tuple[str, int]:
         """``(host, port)`` to give the ranks."""
         host, port = self._listener.getsockname()[:2]
-        return host, port
+        # Bound to every interface (ranks on other hosts): this host's ranks use loopback,
+        # remote daemons substitute the address they reach the launcher at.
+        return ("127.0.0.1" if host == "0.0.0.0" else host), port
 
     def start(self) -> None:
         """Serve from a daemon thread named ``ompy-control-server``."""
