@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import attrs
 
@@ -50,6 +51,8 @@ class _Rank:
     pidfd: int | None
     #: read end -> 1 or 2 (stdout, stderr), while open.
     outputs: dict[int, int]
+    #: read end -> its file object (closed at end-of-file).
+    streams: dict[int, IO[bytes]]
     stdin_fd: int | None
     status: int | None = None
 
@@ -114,6 +117,10 @@ class Daemon:
             return self._status
         except DaemonError as error:
             print(f"ompy daemon on {self.host}: {error}", file=sys.stderr, flush=True)
+            return 1
+        except Exception:  # a bug: say where, end the ranks (finally), let the launcher know
+            traceback.print_exc()
+            print(f"ompy daemon on {self.host}: internal error (above)", file=sys.stderr)
             return 1
         finally:
             self._shut_down()
@@ -247,8 +254,12 @@ class Daemon:
 
     def _session_dir(self, env: dict[str, str]) -> Path:
         if self._session is None:
-            base = env.get("TMPDIR") or tempfile.gettempdir()
-            self._session = Path(tempfile.mkdtemp(prefix=f"ompy-daemon-{self._jobid}-", dir=base))
+            from ompy.orte.launcher.session import daemon_dir_prefix, sweep_stale
+
+            base = Path(env.get("TMPDIR") or tempfile.gettempdir())
+            sweep_stale(base)  # what killed daemons and launchers left on this node
+            prefix = daemon_dir_prefix(self._jobid or "job")
+            self._session = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
         return self._session
 
     def _do_spawn(self, message: dict[str, Any]) -> None:
@@ -281,9 +292,10 @@ class Daemon:
         except OSError:
             pidfd = None
         assert popen.stdout is not None and popen.stderr is not None
+        streams = {popen.stdout.fileno(): popen.stdout, popen.stderr.fileno(): popen.stderr}
         outputs = {popen.stdout.fileno(): 1, popen.stderr.fileno(): 2}
         stdin_fd = popen.stdin.fileno() if popen.stdin is not None else None
-        record = _Rank(rank, popen, pidfd, outputs, stdin_fd)
+        record = _Rank(rank, popen, pidfd, outputs, streams, stdin_fd)
         self._ranks[rank] = record
         for fd in outputs:
             os.set_blocking(fd, False)
@@ -341,13 +353,7 @@ class Daemon:
             self._loop.remove_reader(fd)
             del self._by_fd[fd]
             del record.outputs[fd]
-            stream = (
-                record.popen.stdout
-                if record.popen.stdout and record.popen.stdout.fileno() == fd
-                else record.popen.stderr
-            )
-            if stream is not None:
-                stream.close()
+            record.streams.pop(fd).close()
 
     def _on_rank_exit(self, fd: int) -> None:
         record = self._by_fd.get(fd)
