@@ -31,6 +31,7 @@ from ompy.orte.launcher.forkserver.deathsig import load_prctl, preexec_die_with_
 
 from . import agent, protocol
 from .protocol import LaunchInfo
+from .relay import ControlRelay, RelayError
 
 #: How long a daemon tries to reach its launcher.
 CONNECT_TIMEOUT = 10.0
@@ -95,6 +96,8 @@ class Daemon:
         self._session: Path | None = None
         #: The job's id, from the first rank's environment (names its session and segments).
         self._jobid: str | None = None
+        #: Carries the ranks' control connections (made at the first spawn).
+        self._relay: ControlRelay | None = None
         self._launcher_host = ""
         self._prctl = load_prctl()
         self._stop: str | None = None  # why the daemon ends; None while it serves
@@ -267,9 +270,14 @@ class Daemon:
         env = dict(os.environ)
         env.update(message["env"])
         self._jobid = self._jobid or env.get("OMPY_JOBID")
-        if "OMPY_SERVER" in env:  # the launcher's control server, as this node reaches it
-            port = env["OMPY_SERVER"].rpartition(":")[2]
-            env["OMPY_SERVER"] = f"{self._launcher_host}:{port}"
+        if "OMPY_SERVER" in env:  # the ranks reach the launcher's control server through us
+            try:
+                relay = self._control_relay(env)
+            except (RelayError, ValueError) as error:
+                text = f"cannot start rank {rank} on {self.host}: {error}"
+                self._send({"op": protocol.FAILED, "rank": rank, "message": text, "code": 1})
+                return
+            env["OMPY_SERVER"] = "{}:{}".format(*relay.address)
         if "OMPY_SESSION_DIR" in env:
             env["OMPY_SESSION_DIR"] = str(self._session_dir(message["env"]))
         try:
@@ -321,6 +329,20 @@ class Daemon:
             os.write(record.stdin_fd, data)  # blocking: the rank reads what it was sent
         except OSError:
             record.stdin_fd = None  # the rank stopped reading (closed stdin or exited)
+
+    def _control_relay(self, env: dict[str, str]) -> ControlRelay:
+        if self._relay is None:
+            port = int(env["OMPY_SERVER"].rpartition(":")[2])
+            self._relay = ControlRelay(
+                self._loop,
+                node=self.info.tree.node,
+                jobid=env["OMPY_JOBID"],
+                secret=bytes.fromhex(env["OMPY_SECRET"]),
+                upstream=(self._launcher_host, port),
+                local_size=int(env["OMPY_LOCAL_SIZE"]),
+                on_lost=self._lost,
+            )
+        return self._relay
 
     def _do_stdin(self, message: dict[str, Any]) -> None:
         record = self._ranks.get(message["rank"])
@@ -430,6 +452,8 @@ class Daemon:
             if record.pidfd is not None:
                 os.close(record.pidfd)
                 record.pidfd = None
+        if self._relay is not None:
+            self._relay.close()
         self._end_children()
         if self._sock is not None:
             self._sock.setblocking(True)
