@@ -6,7 +6,8 @@
 - ``cluster`` (session): the default layout, three hosts ``h1 h2 h3`` with two NICs each.
 - ``hosts`` (per test): runs commands on the hosts of ``cluster`` with the test's marker and
   temporary directory, and checks after the test that no process of it is left on any host
-  (anything in a host's namespace but its sshd) and no marked process anywhere.
+  (anything in a host's namespace but its sshd), no marked process anywhere and no session
+  directory in its temporary directory; ``hosts_on(multihost)`` does the same for any cluster.
 
 The tests skip when not run as root (network namespaces need ``CAP_SYS_ADMIN``).
 """
@@ -20,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -159,29 +161,52 @@ class OnHosts:
             pytest.fail(f"{' '.join(argv)} on {host} did not finish in {timeout} s:\n{err}")
         return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
-    def ompy_run(
-        self, host: str, args: Sequence[str], **kwargs
-    ) -> subprocess.CompletedProcess[str]:
-        """``ompy run ARGS`` on ``host``, launching through this cluster's ssh."""
+    def ompy_argv(self, args: Sequence[str]) -> list[str]:
+        """``ompy run ARGS`` launching through this cluster's ssh; the remote ranks get the
+        test's marker and temporary directory (``-x``), as the local ones do."""
         agent = ["--mca", "plm_ssh_agent", str(self.multihost.ssh)]
-        return self.run(host, [OMPY, "run", *agent, *args], **kwargs)
+        return [OMPY, "run", *agent, "-x", MARKER_VAR, "-x", "TMPDIR", *args]
+
+    def ompy_run(
+        self, host: str, args: Sequence[str], **kwargs: Any
+    ) -> subprocess.CompletedProcess[str]:
+        """``ompy run ARGS`` on ``host`` (see :meth:`ompy_argv`)."""
+        return self.run(host, self.ompy_argv(args), **kwargs)
 
 
-@pytest.fixture
-def hosts(cluster: MultiHost, tmp_path: Path) -> Iterator[OnHosts]:
-    """Commands on ``cluster``'s hosts; afterwards nothing of the test may be left on them."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    on_hosts = OnHosts(cluster, uuid.uuid4().hex, tmpdir)
-    yield on_hosts
+def check_clean(on_hosts: OnHosts) -> None:
+    """Nothing of the test may be left on the hosts: processes, session directories."""
+    multihost = on_hosts.multihost
     deadline = time.monotonic() + SETTLE_SECONDS
-    while (cluster.stray_pids() or marked_pids(on_hosts.marker)) and time.monotonic() < deadline:
+    while (multihost.stray_pids() or marked_pids(on_hosts.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    stray = cluster.stray_pids()
+    stray = multihost.stray_pids()
     marked = marked_pids(on_hosts.marker)
     for pids in (*stray.values(), marked):
         end_processes(pids, grace=1.0)
     assert not stray, f"processes of the test survived on the hosts: {stray}"
     assert not marked, f"processes of the test survived it: {marked}"
-    leftovers = sorted(p.name for p in tmpdir.iterdir() if p.name.startswith("ompy-"))
+    leftovers = sorted(p.name for p in on_hosts.tmpdir.iterdir() if p.name.startswith("ompy-"))
     assert not leftovers, f"session directories left behind: {leftovers}"
+
+
+@pytest.fixture
+def hosts_on(tmp_path: Path) -> Iterator[Callable[[MultiHost], OnHosts]]:
+    """``hosts_on(multihost)``: commands on any cluster's hosts, checked as ``hosts`` is."""
+    made: list[OnHosts] = []
+
+    def make(multihost: MultiHost) -> OnHosts:
+        tmpdir = tmp_path / f"tmp{len(made)}"
+        tmpdir.mkdir()
+        made.append(OnHosts(multihost, uuid.uuid4().hex, tmpdir))
+        return made[-1]
+
+    yield make
+    for on_hosts in made:
+        check_clean(on_hosts)
+
+
+@pytest.fixture
+def hosts(cluster: MultiHost, hosts_on: Callable[[MultiHost], OnHosts]) -> OnHosts:
+    """Commands on ``cluster``'s hosts; afterwards nothing of the test may be left on them."""
+    return hosts_on(cluster)

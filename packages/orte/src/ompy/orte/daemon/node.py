@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import attrs
 
@@ -30,6 +31,7 @@ from ompy.orte.launcher.forkserver.deathsig import load_prctl, preexec_die_with_
 
 from . import agent, protocol
 from .protocol import LaunchInfo
+from .relay import ControlRelay, RelayError
 
 #: How long a daemon tries to reach its launcher.
 CONNECT_TIMEOUT = 10.0
@@ -50,6 +52,8 @@ class _Rank:
     pidfd: int | None
     #: read end -> 1 or 2 (stdout, stderr), while open.
     outputs: dict[int, int]
+    #: read end -> its file object (closed at end-of-file).
+    streams: dict[int, IO[bytes]]
     stdin_fd: int | None
     status: int | None = None
 
@@ -92,6 +96,8 @@ class Daemon:
         self._session: Path | None = None
         #: The job's id, from the first rank's environment (names its session and segments).
         self._jobid: str | None = None
+        #: Carries the ranks' control connections (made at the first spawn).
+        self._relay: ControlRelay | None = None
         self._launcher_host = ""
         self._prctl = load_prctl()
         self._stop: str | None = None  # why the daemon ends; None while it serves
@@ -114,6 +120,10 @@ class Daemon:
             return self._status
         except DaemonError as error:
             print(f"ompy daemon on {self.host}: {error}", file=sys.stderr, flush=True)
+            return 1
+        except Exception:  # a bug: say where, end the ranks (finally), let the launcher know
+            traceback.print_exc()
+            print(f"ompy daemon on {self.host}: internal error (above)", file=sys.stderr)
             return 1
         finally:
             self._shut_down()
@@ -247,8 +257,12 @@ class Daemon:
 
     def _session_dir(self, env: dict[str, str]) -> Path:
         if self._session is None:
-            base = env.get("TMPDIR") or tempfile.gettempdir()
-            self._session = Path(tempfile.mkdtemp(prefix=f"ompy-daemon-{self._jobid}-", dir=base))
+            from ompy.orte.launcher.session import daemon_dir_prefix, sweep_stale
+
+            base = Path(env.get("TMPDIR") or tempfile.gettempdir())
+            sweep_stale(base)  # what killed daemons and launchers left on this node
+            prefix = daemon_dir_prefix(self._jobid or "job")
+            self._session = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
         return self._session
 
     def _do_spawn(self, message: dict[str, Any]) -> None:
@@ -256,9 +270,14 @@ class Daemon:
         env = dict(os.environ)
         env.update(message["env"])
         self._jobid = self._jobid or env.get("OMPY_JOBID")
-        if "OMPY_SERVER" in env:  # the launcher's control server, as this node reaches it
-            port = env["OMPY_SERVER"].rpartition(":")[2]
-            env["OMPY_SERVER"] = f"{self._launcher_host}:{port}"
+        if "OMPY_SERVER" in env:  # the ranks reach the launcher's control server through us
+            try:
+                relay = self._control_relay(env)
+            except (RelayError, ValueError) as error:
+                text = f"cannot start rank {rank} on {self.host}: {error}"
+                self._send({"op": protocol.FAILED, "rank": rank, "message": text, "code": 1})
+                return
+            env["OMPY_SERVER"] = "{}:{}".format(*relay.address)
         if "OMPY_SESSION_DIR" in env:
             env["OMPY_SESSION_DIR"] = str(self._session_dir(message["env"]))
         try:
@@ -281,9 +300,10 @@ class Daemon:
         except OSError:
             pidfd = None
         assert popen.stdout is not None and popen.stderr is not None
+        streams = {popen.stdout.fileno(): popen.stdout, popen.stderr.fileno(): popen.stderr}
         outputs = {popen.stdout.fileno(): 1, popen.stderr.fileno(): 2}
         stdin_fd = popen.stdin.fileno() if popen.stdin is not None else None
-        record = _Rank(rank, popen, pidfd, outputs, stdin_fd)
+        record = _Rank(rank, popen, pidfd, outputs, streams, stdin_fd)
         self._ranks[rank] = record
         for fd in outputs:
             os.set_blocking(fd, False)
@@ -309,6 +329,20 @@ class Daemon:
             os.write(record.stdin_fd, data)  # blocking: the rank reads what it was sent
         except OSError:
             record.stdin_fd = None  # the rank stopped reading (closed stdin or exited)
+
+    def _control_relay(self, env: dict[str, str]) -> ControlRelay:
+        if self._relay is None:
+            port = int(env["OMPY_SERVER"].rpartition(":")[2])
+            self._relay = ControlRelay(
+                self._loop,
+                node=self.info.tree.node,
+                jobid=env["OMPY_JOBID"],
+                secret=bytes.fromhex(env["OMPY_SECRET"]),
+                upstream=(self._launcher_host, port),
+                local_size=int(env["OMPY_LOCAL_SIZE"]),
+                on_lost=self._lost,
+            )
+        return self._relay
 
     def _do_stdin(self, message: dict[str, Any]) -> None:
         record = self._ranks.get(message["rank"])
@@ -341,13 +375,7 @@ class Daemon:
             self._loop.remove_reader(fd)
             del self._by_fd[fd]
             del record.outputs[fd]
-            stream = (
-                record.popen.stdout
-                if record.popen.stdout and record.popen.stdout.fileno() == fd
-                else record.popen.stderr
-            )
-            if stream is not None:
-                stream.close()
+            record.streams.pop(fd).close()
 
     def _on_rank_exit(self, fd: int) -> None:
         record = self._by_fd.get(fd)
@@ -424,6 +452,8 @@ class Daemon:
             if record.pidfd is not None:
                 os.close(record.pidfd)
                 record.pidfd = None
+        if self._relay is not None:
+            self._relay.close()
         self._end_children()
         if self._sock is not None:
             self._sock.setblocking(True)

@@ -148,6 +148,19 @@ class SshPlmModule(PlmModule):
             rank_env = {k: v for k, v in env.items() if k.startswith("OMPY_")}
             rank_env.update(self._exported)
         forward_stdin = stdio.stdin is None
+        sinks = {
+            fd: Sink(self._sink_fd(target))
+            for fd, target in ((1, stdio.stdout), (2, stdio.stderr))
+            if target != subprocess.DEVNULL
+        }
+
+        def send_signal(signum: int) -> None:
+            server.send(daemon, {"op": SIGNAL, "rank": rank, "signum": signum})
+
+        # Known to the server before the daemon hears of it: its output and exit may arrive
+        # before the answer to ``spawn`` is read here.
+        remote = RemoteRank(rank, 0, send_signal, sinks)
+        server.call(lambda: daemon.ranks.__setitem__(rank, remote))
         server.send(
             daemon,
             {
@@ -161,27 +174,20 @@ class SshPlmModule(PlmModule):
         )
         answer = self._wait_answer(daemon, rank)
         if answer.pid is None:
-            raise LaunchError(answer.message, answer.code)
-        sinks = {
-            fd: Sink(self._sink_fd(target))
-            for fd, target in ((1, stdio.stdout), (2, stdio.stderr))
-            if target != subprocess.DEVNULL
-        }
-
-        def send_signal(signum: int) -> None:
-            server.send(daemon, {"op": SIGNAL, "rank": rank, "signum": signum})
-
-        remote = RemoteRank(rank, answer.pid, send_signal, sinks)
-        server.call(lambda: daemon.ranks.__setitem__(rank, remote))
-        if daemon.lost is not None:  # lost between its answer and now
-            server.call(
-                lambda: remote.daemon_lost(
-                    f"the ompy daemon on {daemon.name} was lost: {daemon.lost}"
-                )
-            )
+            server.call(lambda: self._forget(daemon, remote))
+            raise LaunchError(answer.message or f"cannot start rank {rank}", answer.code)
+        remote.pid = answer.pid
         if forward_stdin:
             server.forward_stdin(remote, daemon)
         return remote
+
+    @staticmethod
+    def _forget(daemon: Daemon, remote: RemoteRank) -> None:
+        """A rank that did not start (in the server thread)."""
+        daemon.ranks.pop(remote.rank, None)
+        remote.release()
+        for sink in remote.sinks.values():
+            sink.close()
 
     @staticmethod
     def _sink_fd(target: int | None) -> int:
@@ -213,7 +219,7 @@ class SshPlmModule(PlmModule):
                 self._server.cond.wait(0.5)
             if rank in daemon.answers:
                 return daemon.answers.pop(rank)
-        raise LaunchError(f"cannot start rank {rank} on {daemon.name}: {daemon.lost}")
+        return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {daemon.lost}", 1)
 
     # -- after the job ------------------------------------------------------------------------
 
