@@ -181,3 +181,24 @@ def test_a_user_set_tcp_bandwidth_applies_to_interfaces_no_rule_names(two_nodes)
         "a0": 500,
         "a1": 100,
     }
+
+
+def test_ranks_probe_the_listeners_of_different_peers_sharing_an_address(two_nodes):
+    nodes = two_nodes()
+    component = nodes.components[0]
+    # Ranks 1..3 of another node share rank 1's card (one host, three listeners on it).
+    peers = [Proc("job", r, node_id=1, node_name="h2") for r in (1, 2, 3)]
+    card = component.card(1)
+    for rank, port_shift in ((2, 1), (3, 2)):
+        component._cards[rank] = [attrs.evolve(a, port=a.port + port_shift) for a in card]
+    seen = []
+    reach = component.reach
+    original = reach.probe
+    reach.probe = lambda probes: (seen.extend(probes := list(probes)), original(probes))[1]
+    component.me = Proc("job", 2, node_id=0, node_name="h1")  # as rank 2 of the job would
+    component.probe_peers([PROCS[0], *peers])
+    first: dict[tuple[str, str], int] = {}
+    for probe in seen:  # the probe of a pair that is sent is its first one
+        first.setdefault((probe.local, probe.remote), probe.port)
+    assert sorted(first.values()) == sorted(a.port + 1 for a in card if not a.loopback)
+    assert reach.probes_sent == 2  # one per pair of addresses, whatever the number of peers

@@ -310,13 +310,16 @@ class TcpBtlComponent(BtlComponent):
         """Probe, all at once, every address any module may pair with for these procs.
 
         Only peers on other nodes are probed (this node's addresses reach this node); pairs
-        probed before are not probed again.
+        probed before are not probed again.  One probe per address is enough, so the peers
+        are taken starting after this rank: the ranks of a job then probe the listeners of
+        different peers sharing an address, instead of all knocking on the first one's.
         """
         reach = self.reach
         if reach is None or self.me is None:
             return
         probes = []
-        for proc in procs:
+        start = self.me.rank % len(procs) if procs else 0
+        for proc in [*procs[start:], *procs[:start]]:
             if proc.same_node(self.me):
                 continue
             for module in self.modules:
