@@ -42,6 +42,8 @@ def test_sm_within_a_host_tcp_between_hosts_striped_over_both_nics(cluster, host
     assert [found[r]["host"] for r in range(4)] == ["h1", "h1", "h2", "h2"]
     tcp_pair = [["tcp:eth0:0", 0.5], ["tcp:eth1:0", 0.5]]
     for rank, report in found.items():
+        # COMM_TYPE_SHARED follows the same node identity: the two ranks of this host.
+        assert report["shared"] == [rank - rank % 2, rank - rank % 2 + 1], report
         for peer, endpoint in report["peers"].items():
             same_host = int(peer) // 2 == rank // 2
             if same_host:

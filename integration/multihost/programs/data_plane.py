@@ -2,7 +2,8 @@
 
 Run as ``ompy run --host h1:2,h2:2 python data_plane.py NBYTES`` (any btl selection).  Each
 rank prints one JSON line: its host, and for every peer the BTL modules of its BML endpoint
-(``sm`` for a peer on the same host, tcp modules for the others) with their weights.  Then
+(``sm`` for a peer on the same host, tcp modules for the others) with their weights, and the
+ranks of its ``Split_type(COMM_TYPE_SHARED)`` communicator.  Then
 rank 0 sends NBYTES to every other rank, each checks the pattern, and all meet in a barrier.
 """
 
@@ -27,7 +28,12 @@ for peer, proc in enumerate(instance.procs):
             "modules": [m.name for m in endpoint.modules],
             "send": [[b.module.name, round(b.weight, 3)] for b in endpoint.send],
         }
-print(json.dumps({"rank": rank, "host": socket.gethostname(), "peers": peers}), flush=True)
+host = socket.gethostname()
+shared = comm.Split_type(MPI.COMM_TYPE_SHARED)
+neighbours = shared.allgather(rank)
+shared.Free()
+report = {"rank": rank, "host": host, "peers": peers, "shared": neighbours}
+print(json.dumps(report), flush=True)
 
 data = (np.arange(nbytes, dtype=np.uint64) * 2654435761 % 251).astype(np.uint8)
 if rank == 0:
