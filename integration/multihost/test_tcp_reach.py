@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def hosts(netns_cluster_factory):
-    return netns_cluster_factory(nics=LAYOUT, sshd=False)
+    return netns_cluster_factory(nics=LAYOUT, sshd=True)  # shared with test_doctor
 
 
 def run_pair(
