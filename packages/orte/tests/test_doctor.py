@@ -194,3 +194,41 @@ def test_the_agent_explains_its_usage():
     assert "usage: python -m ompy.orte.doctor.agent {versions,connect-back,probe,serve}" in (
         done.stderr
     )
+
+
+def test_a_hostfile_names_the_hosts_and_the_json_lines_say_every_step(fake_ssh, tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# the cluster\nnode1 slots=4\nunreachable slots=2\n")
+    ompy = str(Path(sys.executable).with_name("ompy"))
+    done = subprocess.run(
+        [
+            *(ompy, "doctor", "--json", "--hostfile", str(hostfile)),
+            *("--mca", "plm_ssh_agent", fake_ssh.agent[0]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    statuses = {(r["host"], r["step"]): r["status"] for r in records}
+    assert statuses[("node1", "connect-back")] == "ok"
+    assert statuses[("node1", "interfaces")] == "ok"
+    assert statuses[("unreachable", "ssh")] == "failed"
+    assert len(records) == 10  # five steps on each of the two hosts
+
+
+def test_a_malformed_hostfile_is_a_usage_error_naming_the_line(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node1 cores=4\n")
+    ompy = str(Path(sys.executable).with_name("ompy"))
+    done = subprocess.run(
+        [ompy, "doctor", "--hostfile", str(hostfile)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"{hostfile}:1: unexpected 'cores=4'" in done.stderr
