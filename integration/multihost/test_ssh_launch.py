@@ -189,3 +189,13 @@ def test_a_host_that_cannot_connect_back_is_named(netns_cluster_factory, hosts_o
     assert "cannot start rank 2 on h3: the daemon on h3 ended (status 1)" in result.stderr
     assert "cannot connect back to the launcher at 10.77.1.1:" in result.stderr
     assert "unreachable" in result.stderr
+
+
+def test_a_hostfile_names_the_hosts_and_their_slots(hosts):
+    hostfile = hosts.tmpdir.parent / "hostfile"
+    hostfile.write_text("# two hosts of the cluster\nh2 slots=2\nh3 slots=1\n")
+    result = hosts.ompy_run(
+        "h1", ["--hostfile", str(hostfile), "sh", "-c", 'echo "$OMPY_RANK $(hostname)"']
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == ["0 h2", "1 h2", "2 h3"]
