@@ -71,6 +71,7 @@ def test_identity_environment_stdin_and_output_of_remote_ranks(hosts):
     script = (
         'echo "rank $OMPY_RANK of $OMPY_SIZE on $(hostname) node $OMPY_NODE_NAME '
         "local $OMPY_LOCAL_RANK/$OMPY_LOCAL_SIZE x=$FOO mca=$OMPY_MCA_orte_abort_timeout "
+        "env-mca=$OMPY_MCA_orte_stack_timeout "
         'private=${LAUNCHER_ONLY:-unset}"; echo "err $OMPY_RANK" >&2; '
         'if [ "$OMPY_RANK" = 0 ]; then tr a-z A-Z; fi'
     )
@@ -88,15 +89,15 @@ def test_identity_environment_stdin_and_output_of_remote_ranks(hosts):
             "-c",
             script,
         ],
-        env={"LAUNCHER_ONLY": "yes"},
+        env={"LAUNCHER_ONLY": "yes", "OMPY_MCA_orte_stack_timeout": "9"},
         input="standard input\nfor rank 0\n",
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert sorted(line for line in lines if line.startswith("rank")) == [
-        "rank 0 of 3 on h2 node h2 local 0/2 x=bar mca=7 private=unset",
-        "rank 1 of 3 on h2 node h2 local 1/2 x=bar mca=7 private=unset",
-        "rank 2 of 3 on h3 node h3 local 0/1 x=bar mca=7 private=unset",
+        "rank 0 of 3 on h2 node h2 local 0/2 x=bar mca=7 env-mca=9 private=unset",
+        "rank 1 of 3 on h2 node h2 local 1/2 x=bar mca=7 env-mca=9 private=unset",
+        "rank 2 of 3 on h3 node h3 local 0/1 x=bar mca=7 env-mca=9 private=unset",
     ]
     assert "STANDARD INPUT\nFOR RANK 0" in result.stdout
     assert sorted(result.stderr.splitlines()) == ["err 0", "err 1", "err 2"]
@@ -199,3 +200,31 @@ def test_a_hostfile_names_the_hosts_and_their_slots(hosts):
     )
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == ["0 h2", "1 h2", "2 h3"]
+
+
+@pytest.mark.parametrize(
+    ("code", "returncode", "message"),
+    [
+        (
+            "if c.rank == 4: raise ValueError('bad value on h3')\nc.Barrier()",
+            1,
+            "rank 4 of 6 (pid {pid}, on h3) raised an uncaught exception",
+        ),
+        (
+            "if c.rank == 3: c.Abort(7)\ntime.sleep(60)",
+            7,
+            "rank 3 of 6 (pid {pid}, on h2) called abort with error code 7",
+        ),
+    ],
+    ids=["exception", "abort"],
+)
+def test_a_remote_ranks_exception_or_abort_reaches_the_launcher(hosts, code, returncode, message):
+    program = f"from ompy import MPI\nimport time\nc = MPI.COMM_WORLD\n{code}\n"
+    started = time.monotonic()
+    result = hosts.ompy_run("h1", [*SIX, sys.executable, "-c", program], timeout=60)
+    assert result.returncode == returncode, result.stderr
+    head, _, tail = message.partition("{pid}")
+    assert head in result.stderr and tail in result.stderr, result.stderr
+    if returncode == 1:
+        assert "[rank 4] ValueError: bad value on h3" in result.stderr
+    assert time.monotonic() - started < 40
