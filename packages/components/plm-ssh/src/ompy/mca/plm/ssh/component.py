@@ -82,8 +82,9 @@ class SshPlmComponent(PlmComponent):
         settings = SshSettings(
             agent=agent_words(self.param("agent")),
             python=self.param("python") or sys.executable,
-            fanout=self.param("tree_fanout"),
             launcher_host=self.param("launcher_host"),
             connect_timeout=self.param("connect_timeout"),
+            connect_timeout_param=self.param_name("connect_timeout"),
+            fanout=self.param("tree_fanout"),
         )
         return Offer(self.priority, SshPlmModule(settings))
