@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -22,6 +23,9 @@ SIX = ["--host", "h1:2,h2:2,h3:2"]
 TCP = ["--mca", "btl", "self,tcp"]
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+#: The PML's verbose listing of the modules that reach each peer (the group is the pid).
+ENDPOINTS = re.compile(r"^\[rank \d+ pid (\d+)\] pml ob1: (.*)$", re.MULTILINE)
+ENDPOINT = re.compile(r"<BmlEndpoint to rank (\d+): ([^>]*)>")
 
 
 def reports(stdout: str) -> dict[int, dict]:
@@ -228,3 +232,26 @@ def test_a_remote_ranks_exception_or_abort_reaches_the_launcher(hosts, code, ret
     if returncode == 1:
         assert "[rank 4] ValueError: bad value on h3" in result.stderr
     assert time.monotonic() - started < 40
+
+
+def test_default_transports_shared_memory_within_a_host_tcp_between(cluster, hosts):
+    """The launcher gives remote ranks their node identity: sm only between ranks of a host."""
+    before = cluster.cluster.nic_counters()
+    program = [sys.executable, str(PROGRAMS / "across_hosts.py")]
+    verbose = ["--mca", "pml_base_verbose", "10"]
+    result = hosts.ompy_run("h1", [*SIX, *verbose, *program], timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert sorted(reports(result.stdout)) == list(range(6))
+    routes = {}
+    for pid, listing in ENDPOINTS.findall(result.stderr):
+        routes[int(pid)] = {int(r): m for r, m in ENDPOINT.findall(listing)}
+    assert len(routes) == 6, result.stderr
+    for peers in routes.values():
+        own = next(rank for rank, modules in peers.items() if modules == "self")
+        for rank, modules in peers.items():
+            if rank != own:
+                same_host = rank // 2 == own // 2
+                assert (modules == "sm") == same_host, peers
+                assert same_host or modules.startswith("tcp:eth"), peers
+    grew = received(before, cluster.cluster.nic_counters())
+    assert all(grew[host] >= 7 << 20 for host in ("h1", "h2", "h3")), grew
