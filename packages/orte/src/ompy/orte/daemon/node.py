@@ -141,7 +141,19 @@ class Daemon:
         """The address the remote shell that started this daemon came from ("" if none)."""
         return os.environ.get("SSH_CONNECTION", "").split(" ", 1)[0]
 
+    def _own_node(self) -> None:
+        """Take the node id from the environment when the launch record says so."""
+        variable = self.info.node_variable
+        if not variable:
+            return
+        value = os.environ.get(variable, "")
+        if not value.isascii() or not value.isdigit():
+            raise DaemonError(f"the node id variable {variable} is {value!r}, not a number")
+        tree = protocol.NodeTree(int(value), self.host)
+        self.info = attrs.evolve(self.info, tree=tree, node_variable="")
+
     def _connect(self) -> None:
+        self._own_node()
         info = self.info
         host = info.launcher_host or self._via() or "127.0.0.1"
         where = f"{host}:{info.launcher_port}"

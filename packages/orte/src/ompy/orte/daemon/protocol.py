@@ -136,6 +136,11 @@ class LaunchInfo:
     agent: tuple[str, ...]
     #: The interpreter that runs daemons on every node.
     python: str
+    #: When set, the daemon takes its node id from this environment variable and its node
+    #: name from its host name, instead of ``tree`` (which then has no children): one record
+    #: for every daemon of a launch that cannot give each its own stdin (an ``srun`` step,
+    #: ``SLURM_NODEID``).
+    node_variable: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -146,6 +151,7 @@ class LaunchInfo:
             "tree": self.tree.to_wire(),
             "agent": list(self.agent),
             "python": self.python,
+            "node_variable": self.node_variable,
         }
 
     @classmethod
@@ -170,6 +176,7 @@ class LaunchInfo:
             NodeTree.from_wire(value["tree"]),
             tuple(value["agent"]),
             value["python"],
+            str(value.get("node_variable", "")),
         )
 
     def for_child(self, child: NodeTree, launcher_host: str) -> LaunchInfo:
