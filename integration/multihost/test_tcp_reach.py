@@ -131,3 +131,12 @@ def test_a_peer_reachable_by_no_interface_is_an_error_naming_what_was_tried(host
     # tries it on that link, and h1 answers ARP for all its addresses on every NIC. Either way
     # the run ends at add_procs for both.
     assert h3.get("peer_unreachable") or "no BTL module can send to rank 0" in h3["unreachable"]
+
+
+def test_one_include_list_can_name_networks_some_hosts_lack(hosts, tmp_path):
+    # h3 has no NIC on 10.77.1.0/24: it uses what it has (and warns), h1 both.
+    params = {"btl_tcp_if_include": "10.77.0.0/24,10.77.1.0/24"}
+    h1, h3 = run_pair(hosts, tmp_path, ("h1", "h3"), MIB, params)
+    assert [name for name, _w, _a in h1["send"]] == ["tcp:eth0:0"]
+    assert [name for name, _w, _a in h3["send"]] == ["tcp:eth0:0"]
+    assert h1["received"] == {"tcp:eth0:0": MIB} and h3["received"] == {"tcp:eth0:0": MIB}

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ompy.opal.net.interfaces import Interface, discover_interfaces, select_interfaces
+from ompy.opal.net.interfaces import Interface, discover_interfaces, select_interfaces, unmatched
 
 LO = Interface("lo", 1, "127.0.0.1", 8, True)
 ETH0 = Interface("eth0", 2, "10.1.2.3", 16, False)
@@ -60,9 +60,21 @@ def test_include_and_exclude_together_are_refused_naming_both():
         select_interfaces(ALL, include=["lo"], exclude=["eth0"])
 
 
-def test_an_include_entry_that_matches_nothing_is_an_error_listing_what_exists():
-    with pytest.raises(ValueError, match=r"'eth7' matches no interface.*lo \(127\.0\.0\.1/8\)"):
-        select_interfaces(ALL, include=["eth7"])
+def test_an_include_list_that_matches_nothing_is_an_error_listing_what_exists():
+    with pytest.raises(
+        ValueError,
+        match=r"btl_tcp_if_include \(eth7,10\.9\.0\.0/16\) matches no interface.*"
+        r"lo \(127\.0\.0\.1/8\)",
+    ):
+        select_interfaces(ALL, include=["eth7", "10.9.0.0/16"])
+
+
+def test_an_include_entry_for_a_network_only_other_hosts_have_is_allowed_and_reported():
+    # One list for every host of a job: this host lacks the second network.
+    include = ["eth0", "10.9.0.0/16"]
+    assert select_interfaces(ALL, include=include) == [ETH0]
+    assert unmatched(ALL, include) == ["10.9.0.0/16"]
+    assert unmatched(ALL, ["lo", "ib0"]) == []
 
 
 def test_a_malformed_network_is_an_error_naming_the_parameter():

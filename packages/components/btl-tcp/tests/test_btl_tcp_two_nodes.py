@@ -202,3 +202,11 @@ def test_ranks_probe_the_listeners_of_different_peers_sharing_an_address(two_nod
         first.setdefault((probe.local, probe.remote), probe.port)
     assert sorted(first.values()) == sorted(a.port + 1 for a in card if not a.loopback)
     assert reach.probes_sent == 2  # one per pair of addresses, whatever the number of peers
+
+
+def test_an_include_entry_matching_nothing_here_is_a_warning_not_an_error(two_nodes, caplog):
+    with caplog.at_level("WARNING"):
+        nodes = two_nodes(if_include="a0,10.9.0.0/16")
+    assert [m.interface.name for m in nodes.modules[0]] == ["a0"]
+    warned = [r.getMessage() for r in caplog.records if "10.9.0.0/16" in r.getMessage()]
+    assert warned and "btl_tcp_if_include entry '10.9.0.0/16' matches no interface" in warned[0]

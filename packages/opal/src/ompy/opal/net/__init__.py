@@ -7,7 +7,14 @@ is what a job will see.
 
 from __future__ import annotations
 
-from .interfaces import Interface, discover_interfaces, matches, parse_entry, select_interfaces
+from .interfaces import (
+    Interface,
+    discover_interfaces,
+    matches,
+    parse_entry,
+    select_interfaces,
+    unmatched,
+)
 from .reach import Probe, Reachability, Verdict, bind_device
 
 __all__ = [
@@ -20,4 +27,5 @@ __all__ = [
     "matches",
     "parse_entry",
     "select_interfaces",
+    "unmatched",
 ]

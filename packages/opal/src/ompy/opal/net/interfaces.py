@@ -155,9 +155,12 @@ def select_interfaces(
 ) -> list[Interface]:
     """The interfaces to use, in discovery order, each at most once.
 
-    Setting both lists is ambiguous and refused; an include entry that matches no interface is
-    an error (a typo would otherwise silently drop a network); exclude entries may match nothing.
-    Bridges are dropped unless ``bridges`` is true or an include entry selects them.
+    Setting both lists is ambiguous and refused; an include list that matches no interface is
+    an error.  An include entry that matches nothing while others match is allowed, since the
+    hosts of a job need not have the same networks (one list for all of them names every
+    host's); :func:`unmatched` finds such entries so that the caller can warn about a possible
+    typo.  Exclude entries may match nothing.  Bridges are dropped unless ``bridges`` is true
+    or an include entry selects them.
     """
     if include and exclude:
         raise ValueError(
@@ -166,17 +169,26 @@ def select_interfaces(
         )
     if include:
         entries = [parse_entry(entry, include_param) for entry in include]
-        for raw, entry in zip(include, entries, strict=True):
-            if not any(matches(interface, entry) for interface in interfaces):
-                names = ", ".join(f"{i.name} ({i.address}/{i.prefixlen})" for i in interfaces)
-                raise ValueError(
-                    f"{include_param} entry '{raw}' matches no interface that is up here "
-                    f"(available: {names or 'none'})"
-                )
-        return [i for i in interfaces if any(matches(i, entry) for entry in entries)]
+        chosen = [i for i in interfaces if any(matches(i, entry) for entry in entries)]
+        if not chosen:
+            names = ", ".join(f"{i.name} ({i.address}/{i.prefixlen})" for i in interfaces)
+            raise ValueError(
+                f"{include_param} ({','.join(include)}) matches no interface that is up here "
+                f"(available: {names or 'none'})"
+            )
+        return chosen
     entries = [parse_entry(entry, exclude_param) for entry in exclude]
     return [
         i
         for i in interfaces
         if (bridges or not i.bridge) and not any(matches(i, entry) for entry in entries)
+    ]
+
+
+def unmatched(
+    interfaces: Sequence[Interface], entries: Sequence[str], param: str = "btl_tcp_if_include"
+) -> list[str]:
+    """The entries of ``entries`` (as written) that select none of ``interfaces``."""
+    return [
+        raw for raw in entries if not any(matches(i, parse_entry(raw, param)) for i in interfaces)
     ]

@@ -37,7 +37,12 @@ from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefault
 from ompy.opal.mca.params import ParamType, SourceKind
 from ompy.opal.mca.selection import Selection
 from ompy.opal.modex import ModexError
-from ompy.opal.net.interfaces import Interface, discover_interfaces, select_interfaces
+from ompy.opal.net.interfaces import (
+    Interface,
+    discover_interfaces,
+    select_interfaces,
+    unmatched,
+)
 from ompy.opal.net.reach import Probe, Reachability
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
@@ -241,6 +246,17 @@ class TcpBtlComponent(BtlComponent):
             self.param("if_exclude"),
             bridges=self.param("if_bridges"),
         )
+        missing = unmatched(discovered, self.param("if_include"), self.param_name("if_include"))
+        if missing:
+            self.log.warning(
+                "%s entr%s %s match%s no interface of this host (%s); using %s",
+                self.param_name("if_include"),
+                "y" if len(missing) == 1 else "ies",
+                ", ".join(repr(m) for m in missing),
+                "es" if len(missing) == 1 else "",
+                ", ".join(map(str, discovered)) or "none",
+                ", ".join(map(str, interfaces)),
+            )
         skipped = [i for i in discovered if i.bridge and i not in interfaces]
         if skipped:
             self.log.debug(
