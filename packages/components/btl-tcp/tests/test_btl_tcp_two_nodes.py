@@ -10,12 +10,17 @@ every probe reaches unless the listener is gone).  Real NICs in network namespac
 from __future__ import annotations
 
 import socket
+from types import SimpleNamespace
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ompy.mca.btl.tcp.component as tcp_component
 from ompy.mca.btl.tcp import TcpBtlComponent
+from ompy.mca.btl.tcp.module import TcpBtlModule
+from ompy.mca.btl.tcp.wire import ContactAddress
 from ompy.opal.mca.btl import BtlContext
 from ompy.opal.mca.btl.base import TAG_USR
 from ompy.opal.mca.params import Registry
@@ -210,3 +215,35 @@ def test_an_include_entry_matching_nothing_here_is_a_warning_not_an_error(two_no
     assert [m.interface.name for m in nodes.modules[0]] == ["a0"]
     warned = [r.getMessage() for r in caplog.records if "10.9.0.0/16" in r.getMessage()]
     assert warned and "btl_tcp_if_include entry '10.9.0.0/16' matches no interface" in warned[0]
+
+
+ADDRESSES = [
+    ContactAddress("lo", "127.0.0.1", 8, 1000, True),
+    ContactAddress("eth0", "10.1.0.2", 24, 1001, False),
+    ContactAddress("eth1", "10.2.0.2", 24, 1002, False),
+    ContactAddress("ib0", "192.168.5.2", 16, 1003, False),
+]
+MINE = [
+    Interface("lo", 1, "127.0.0.1", 8, True),
+    Interface("eth0", 2, "10.1.0.1", 24, False),
+    Interface("eth9", 3, "172.20.0.1", 16, False),
+]
+
+
+@given(
+    card=st.lists(st.sampled_from(ADDRESSES), unique=True),
+    mine=st.sampled_from(MINE),
+    same_node=st.booleans(),
+)
+def test_candidates_prefer_the_own_subnet_and_keep_loopback_on_the_node(card, mine, same_node):
+    me = Proc("job", 0, node_id=0)
+    peer = Proc("job", 1, node_id=0 if same_node else 1)
+    module = SimpleNamespace(cards=lambda rank: card, interface=mine, me=me)
+    found = TcpBtlModule.candidates(module, peer)
+    assert set(found) <= set(card)
+    if mine.loopback:
+        assert found == ([a for a in card if a.loopback] if same_node else [])
+        return
+    assert not any(a.loopback for a in found)
+    same_subnet = [a for a in card if not a.loopback and mine.ip in a.network]
+    assert found == (same_subnet or [a for a in card if not a.loopback])
