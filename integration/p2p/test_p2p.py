@@ -123,9 +123,9 @@ def tcp_bytes(stderr: str) -> dict[int, dict[str, int]]:
 
 def interfaces_present(modules: tuple[str, ...]) -> set[str]:
     """The expected tcp modules that exist on this machine (no eth0 in some containers)."""
-    from ompy.mca.btl.tcp.interfaces import discover_interfaces
+    from ompy.opal.net.interfaces import discover_interfaces
 
-    names = {interface.name for interface in discover_interfaces()}
+    names = {i.name for i in discover_interfaces() if not i.bridge}  # bridges are skipped
     return {m for m in modules if not m.startswith("tcp:") or m.split(":")[1] in names}
 
 

@@ -51,4 +51,4 @@ def test_a_component_that_cannot_run_is_reported_without_a_traceback(ompy):
     report = [line for line in result.stderr.splitlines() if line.startswith("[rank ")]
     (line,) = report
     assert "NoComponentError: no pml component is able to run here" in line
-    assert "btl_tcp_if_include entry 'eth9' matches no interface" in line
+    assert "btl_tcp_if_include (eth9) matches no interface" in line

@@ -113,3 +113,16 @@ def test_without_any_btl_module_r2_says_so():
             component.query(context)
     finally:
         engine.close()
+
+
+def test_an_unreachable_peer_error_carries_what_the_modules_tried(ranks):
+    bml, _ = ranks(btl="self,tcp")
+    tcp = bml.btls[-1]
+    tcp.unreachable_reason = lambda proc: f"no address of rank {proc.rank} answered (refused)"
+    elsewhere = Proc("job", 1, node_id=1, node_name="h2")  # loopback tcp cannot reach it
+    with pytest.raises(
+        BmlUnreachableError,
+        match=r"modules tried: self, tcp:lo:0\); tcp:lo:0: no address of rank 1 answered "
+        r"\(refused\); check",
+    ):
+        bml.add_procs([PROCS[0], elsewhere])

@@ -346,6 +346,15 @@ class BtlModule(abc.ABC, Generic[EndpointT]):
     def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[EndpointT | None]) -> None:
         """Release what ``add_procs`` set up for these peers."""
 
+    def unreachable_reason(self, proc: Proc) -> str:
+        """Why the last ``add_procs`` gave no endpoint for ``proc``, for the BML's error message.
+
+        The default says nothing (empty string): most modules reach a peer or plainly do not
+        (another node, another job).  A network transport that tried and failed (the tcp
+        BTL's probes) explains what it tried.
+        """
+        return ""
+
     # -- descriptors and sending ------------------------------------------------------------
 
     def setup_free_lists(self, *, initial: int = 8, maximum: int | None = None) -> None:

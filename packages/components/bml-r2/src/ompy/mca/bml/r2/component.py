@@ -65,9 +65,15 @@ class R2BmlModule(BmlModule):
         senders = [(m, e) for m, e in pairs if m.flags & BtlFlags.SEND]
         if not senders:
             tried = ", ".join(module.name for module in self.btls) or "none"
+            reasons = [
+                f"{module.name}: {reason}"
+                for module in self.btls
+                if (reason := module.unreachable_reason(proc))
+            ]
+            why = f"; {'; '.join(reasons)}" if reasons else ""
             raise BmlUnreachableError(
-                f"no BTL module can send to {proc} (modules tried: {tried}); check the 'btl' "
-                "selection and, for tcp, btl_tcp_if_include/btl_tcp_if_exclude"
+                f"no BTL module can send to {proc} (modules tried: {tried}){why}; check the "
+                "'btl' selection and, for tcp, btl_tcp_if_include/btl_tcp_if_exclude"
             )
         top = max(module.exclusivity for module, _ in senders)
         kept = [(m, e) for m, e in pairs if m.exclusivity == top]

@@ -4,7 +4,15 @@
 ``btl_tcp_if_exclude`` (default: every one, loopback included), creates ``btl_tcp_links`` modules
 per interface, each with its own listening socket, and puts the contact card (every module's
 address and port, in module order) into the modex.  Committing and fencing the modex is the
-caller's job, after every component has published.
+caller's job, after every component has published.  Bridges are skipped by default
+(``btl_tcp_if_bridges``, see :mod:`.interfaces`); each module declares its interface's bandwidth
+(:mod:`.bandwidth`), by which the BML stripes long messages over the interfaces reaching a peer.
+
+**Reaching peers on other nodes.**  A module pairs with one of the peer's published addresses,
+preferring its own subnet; before the first use, the component probes those addresses from the
+module's address (:mod:`.reach`), all modules' probes at once, and an address that does not
+answer is skipped, so a peer is reached only through the networks that really connect the two
+hosts.  ``btl_tcp_probe_timeout = 0`` trusts every published address.
 
 **When it listens at all** (``btl_tcp_listener``).  A listening socket is a door any local
 process can knock on, so a job that never needs tcp does not open one.  In ``auto`` mode tcp
@@ -19,17 +27,28 @@ not use tcp between local peers that sm reaches.  ``always`` listens regardless.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
+
+import attrs
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.btl import BtlComponent, BtlContext, BtlModule, ModuleDefaults
-from ompy.opal.mca.params import ParamType
+from ompy.opal.mca.params import ParamType, SourceKind
 from ompy.opal.mca.selection import Selection
 from ompy.opal.modex import ModexError
+from ompy.opal.net.interfaces import (
+    Interface,
+    discover_interfaces,
+    select_interfaces,
+    unmatched,
+)
+from ompy.opal.net.reach import Probe, Reachability
+from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
 from . import __version__, wire
-from .interfaces import discover_interfaces, select_interfaces
+from .bandwidth import bandwidth_of, parse_rules
 from .module import TcpBtlModule
 from .poller import Poller
 from .rdma import Registrations
@@ -72,6 +91,35 @@ class TcpBtlComponent(BtlComponent):
             "Interfaces not to use: names or IPv4 networks. Mutually exclusive with "
             "btl_tcp_if_include",
             level=1,
+        )
+        self.register_param(
+            "if_bridges",
+            ParamType.BOOL,
+            False,
+            "Use bridge interfaces (docker0, virbr0, br-*, Open vSwitch) too; by default they "
+            "are skipped unless btl_tcp_if_include names them, since a container bridge often "
+            "has the same address on every host and reaches only that host",
+            level=4,
+        )
+        self.register_param(
+            "if_bandwidth",
+            ParamType.LIST,
+            (),
+            "Bandwidth of interfaces in Mbit/s as NAME:MBITS or NETWORK/PREFIX:MBITS entries "
+            "(eth1:2500); it weights how long messages to one peer are striped over the "
+            "interfaces. An interface no entry names takes btl_tcp_bandwidth if set, else its "
+            "link speed if the driver reports one, else btl_tcp_bandwidth's default",
+            level=4,
+        )
+        self.register_param(
+            "probe_timeout",
+            ParamType.FLOAT,
+            2.0,
+            "Seconds a probe (a connect to a peer on another node, made before the first use "
+            "of each of its addresses) may take before that address counts as unreachable; 0 "
+            "uses every published address without probing",
+            level=5,
+            minimum=0,
         )
         self.register_param(
             "links",
@@ -157,6 +205,9 @@ class TcpBtlComponent(BtlComponent):
         self.modules: list[TcpBtlModule] = []
         self._cards: dict[int, list[wire.ContactAddress] | None] = {}
         self._modex = None
+        #: What the probes found (None when btl_tcp_probe_timeout is 0: no probing).
+        self.reach: Reachability | None = None
+        self.me: Proc | None = None
         #: Regions registered for the peers' gets, shared by every module (link) of this process.
         self.registrations = Registrations()
         #: Whether the modules report (``btl_base_verbose`` >= 20): tested before logging.
@@ -188,15 +239,44 @@ class TcpBtlComponent(BtlComponent):
             )
             return None
         self.log.debug("listening because %s", why)
+        discovered = discover_interfaces()
         interfaces = select_interfaces(
-            discover_interfaces(),
+            discovered,
             self.param("if_include"),
             self.param("if_exclude"),
+            bridges=self.param("if_bridges"),
         )
+        missing = unmatched(discovered, self.param("if_include"), self.param_name("if_include"))
+        if missing:
+            self.log.warning(
+                "%s entr%s %s match%s no interface of this host (%s); using %s",
+                self.param_name("if_include"),
+                "y" if len(missing) == 1 else "ies",
+                ", ".join(repr(m) for m in missing),
+                "es" if len(missing) == 1 else "",
+                ", ".join(map(str, discovered)) or "none",
+                ", ".join(map(str, interfaces)),
+            )
+        skipped = [i for i in discovered if i.bridge and i not in interfaces]
+        if skipped:
+            self.log.debug(
+                "skipping bridge interface(s) %s (%s = true, or naming them in %s, uses them)",
+                ", ".join(map(str, skipped)),
+                self.param_name("if_bridges"),
+                self.param_name("if_include"),
+            )
         if not interfaces:
             self.log.debug("no usable interface after btl_tcp_if_include/if_exclude")
             return None
         attributes = self.module_attributes()
+        rules = parse_rules(self.param("if_bandwidth"), self.param_name("if_bandwidth"))
+        user_bandwidth = self.registry.resolve(self.param_name("bandwidth")).source.kind != (
+            SourceKind.DEFAULT
+        )
+        self.me = context.proc
+        timeout = self.param("probe_timeout")
+        if timeout > 0:
+            self.reach = Reachability(timeout, own_addresses=[i.address for i in discovered])
         self._modex = context.modex
         self.poller = poller = Poller(context.progress)
         poller.sweeper = self._sweep
@@ -212,7 +292,15 @@ class TcpBtlComponent(BtlComponent):
                 modules.append(
                     TcpBtlModule(
                         self,
-                        attributes,
+                        attrs.evolve(
+                            attributes,
+                            bandwidth=bandwidth_of(
+                                interface,
+                                rules,
+                                attributes.bandwidth,
+                                user_default=user_bandwidth,
+                            ),
+                        ),
                         interface=interface,
                         link=link,
                         kind_index=kind_index,
@@ -233,6 +321,50 @@ class TcpBtlComponent(BtlComponent):
         self.modules = modules
         context.modex.put(wire.MODEX_KEY, wire.encode_card([m.contact for m in modules]))
         return Offer(self.priority, list(modules))
+
+    def probe_peers(self, procs: Sequence[Proc]) -> None:
+        """Probe, all at once, every address any module may pair with for these procs.
+
+        Only peers on other nodes are probed (this node's addresses reach this node); pairs
+        probed before are not probed again.  One probe per address is enough, so the peers
+        are taken starting after this rank: the ranks of a job then probe the listeners of
+        different peers sharing an address, instead of all knocking on the first one's.
+        """
+        reach = self.reach
+        if reach is None or self.me is None:
+            return
+        probes = []
+        start = self.me.rank % len(procs) if procs else 0
+        for proc in [*procs[start:], *procs[:start]]:
+            if proc.same_node(self.me):
+                continue
+            for module in self.modules:
+                if module.interface.loopback:
+                    continue
+                local = module.interface.address
+                probes.extend(
+                    Probe(module.interface.name, local, address.address, address.port)
+                    for address in module.candidates(proc)
+                    if reach.verdict(local, address.address) is None
+                )
+        if probes:
+            reach.probe(probes)
+            if self.verbose:
+                pairs = sorted({(p.local, p.remote) for p in probes})
+                self.log.debug(
+                    "probed %d address pair(s): %s",
+                    len(pairs),
+                    ", ".join(f"{a}->{b} {reach.verdict(a, b)}" for a, b in pairs),
+                )
+
+    def probe_addresses(
+        self, interface: Interface, addresses: Sequence[wire.ContactAddress]
+    ) -> None:
+        """Probe these addresses from ``interface`` (a module's fallback to routed addresses)."""
+        if self.reach is not None:
+            self.reach.probe(
+                Probe(interface.name, interface.address, a.address, a.port) for a in addresses
+            )
 
     def _sweep(self, now: float) -> int:
         return sum(module.sweep(now) for module in self.modules)

@@ -47,12 +47,13 @@ from ompy.opal.mca.btl import (
     MemHandle,
     ModuleAttributes,
 )
+from ompy.opal.net.interfaces import Interface
+from ompy.opal.net.reach import bind_device
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
 from . import wire
 from .connection import CLOSED, CONNECTING, OPEN, Connection, drop_sent
-from .interfaces import Interface
 from .poller import READ, WRITE, Poller
 from .rdma import Get, GetCompletion, GetPart, split
 
@@ -165,6 +166,8 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         self.setup_free_lists(initial=8, maximum=free_list_max)
         self.endpoints: dict[int, TcpEndpoint] = {}
         self.unclaimed: dict[int, Connection] = {}  # accepted before add_procs named the peer
+        #: Why a peer on another node got no endpoint (its addresses did not answer), by rank.
+        self._unanswered: dict[int, str] = {}
         self.connections: set[Connection] = set()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.bind((interface.address, 0))
@@ -181,6 +184,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
     # -- peers ------------------------------------------------------------------------------
 
     def add_procs(self, procs: Sequence[Proc]) -> list[TcpEndpoint | None]:
+        self.component.probe_peers(procs)  # every module's probes at once; cached afterwards
         endpoints: list[TcpEndpoint | None] = []
         for proc in procs:
             address = None if proc.same_process(self.me) else self._address_of(proc)
@@ -198,24 +202,61 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             endpoints.append(endpoint)
         return endpoints
 
+    def candidates(self, proc: Proc) -> list[wire.ContactAddress]:
+        """The peer's addresses this module may pair with, before any probe, best first.
+
+        Loopback modules pair with loopback addresses of peers on this node; the others with
+        the peer's addresses in this interface's subnet if it has any, else with all its
+        non-loopback addresses (a routed network).
+        """
+        card = self.cards(proc.rank)
+        if card is None:
+            return []
+        mine = self.interface
+        if mine.loopback:
+            return [a for a in card if a.loopback] if proc.same_node(self.me) else []
+        others = [a for a in card if not a.loopback]
+        return [a for a in others if mine.ip in a.network] or others
+
     def _address_of(self, proc: Proc) -> tuple[str, int] | None:
-        """The peer address this module pairs with, or None when it cannot reach the peer."""
+        """The peer address this module pairs with, or None when it cannot reach the peer.
+
+        For a peer on another node, only addresses the probes found reachable count (see
+        :mod:`.reach`); a same-subnet address that does not answer gives way to a routed one.
+        """
+        self._unanswered.pop(proc.rank, None)
         card = self.cards(proc.rank)
         if card is None:
             return None
-        mine = self.interface
-        if mine.loopback:
-            if not proc.same_node(self.me):
+        candidates = self.candidates(proc)
+        reach = self.component.reach
+        if candidates and reach is not None and not proc.same_node(self.me):
+            mine = self.interface.address
+            verdicts = [(a, reach.verdict(mine, a.address)) for a in candidates]
+            usable = [a for a, verdict in verdicts if verdict is not None and verdict.reachable]
+            if not usable and len(candidates) < sum(not a.loopback for a in card):
+                # Nothing in this subnet answered: try the peer's routed addresses as well.
+                wider = [a for a in card if not a.loopback and a not in candidates]
+                self.component.probe_addresses(self.interface, wider)
+                verdicts += [(a, reach.verdict(mine, a.address)) for a in wider]
+                usable = [a for a, v in verdicts if v is not None and v.reachable]
+            if not usable:
+                self._unanswered[proc.rank] = ", ".join(
+                    f"{a.address}:{a.port} ({v.reason if v is not None else 'not probed'})"
+                    for a, v in verdicts
+                )
                 return None
-            candidates = [a for a in card if a.loopback]
-        else:
-            others = [a for a in card if not a.loopback]
-            same_subnet = [a for a in others if mine.ip in a.network]
-            candidates = same_subnet or others
+            candidates = usable
         if not candidates:
             return None
         chosen = candidates[self.kind_index % len(candidates)]
         return (chosen.address, chosen.port)
+
+    def unreachable_reason(self, proc: Proc) -> str:
+        reason = self._unanswered.get(proc.rank)
+        if reason is None:
+            return ""
+        return f"no address of rank {proc.rank} answered from {self.interface}: {reason}"
 
     def del_procs(self, procs: Sequence[Proc], endpoints: Sequence[TcpEndpoint | None]) -> None:
         for endpoint in endpoints:
@@ -457,6 +498,9 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
         if endpoint.pending is not None or endpoint.waiting or endpoint.conn is not None:
             return
         sock = self._new_socket()
+        if not self.interface.loopback and not endpoint.proc.same_node(self.me):
+            # As the probe did: this module's traffic leaves through its own interface.
+            bind_device(sock, self.interface.name)
         conn = Connection(self, sock, endpoint=endpoint, receive_buffer=self.receive_buffer)
         endpoint.pending = conn
         self.connections.add(conn)

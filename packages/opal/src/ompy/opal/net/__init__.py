@@ -1,0 +1,31 @@
+"""Network utilities shared by the layers and components: this host's interfaces, reachability.
+
+As Open MPI's ``opal/util/if`` and ``reachable`` framework: the tcp BTL pairs and probes with
+them, and ``ompy doctor`` uses the same code on every host it checks, so what the doctor reports
+is what a job will see.
+"""
+
+from __future__ import annotations
+
+from .interfaces import (
+    Interface,
+    discover_interfaces,
+    matches,
+    parse_entry,
+    select_interfaces,
+    unmatched,
+)
+from .reach import Probe, Reachability, Verdict, bind_device
+
+__all__ = [
+    "Interface",
+    "Probe",
+    "Reachability",
+    "Verdict",
+    "bind_device",
+    "discover_interfaces",
+    "matches",
+    "parse_entry",
+    "select_interfaces",
+    "unmatched",
+]
