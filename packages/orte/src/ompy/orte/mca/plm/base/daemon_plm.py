@@ -228,10 +228,16 @@ class DaemonPlmModule(PlmModule):
             raise LaunchError(f"cannot start rank {rank} on {daemon.name}: {daemon.lost}")
 
     def _wait_answer(self, daemon: Daemon, rank: int) -> SpawnAnswer:
+        """The daemon's answer to ``spawn``; a lost or silent daemon is an answer too."""
         assert self._server is not None
+        deadline = time.monotonic() + self.settings.connect_timeout
         with self._server.cond:
             while rank not in daemon.answers and daemon.lost is None:
-                self._server.cond.wait(0.5)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = f"its daemon did not answer within {self.settings.connect_timeout:g} s"
+                    return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {why}", 1)
+                self._server.cond.wait(min(left, 0.5))
             if rank in daemon.answers:
                 return daemon.answers.pop(rank)
         return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {daemon.lost}", 1)
