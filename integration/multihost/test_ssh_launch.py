@@ -255,3 +255,31 @@ def test_default_transports_shared_memory_within_a_host_tcp_between(cluster, hos
                 assert same_host or modules.startswith("tcp:eth"), peers
     grew = received(before, cluster.cluster.nic_counters())
     assert all(grew[host] >= 7 << 20 for host in ("h1", "h2", "h3")), grew
+
+
+def test_no_command_line_on_any_host_holds_the_job_secret(cluster, hosts):
+    script = 'echo "$OMPY_SECRET"; sleep 3'
+    launcher = hosts.start("h1", hosts.ompy_argv([*SIX, "sh", "-c", script]))
+    assert launcher.stdout is not None
+    secrets = {launcher.stdout.readline().strip() for _ in range(6)}  # every rank runs now
+    assert len(secrets) == 1
+    secret = secrets.pop()
+    assert len(secret) == 64
+    for host in cluster.hosts:
+        for pid in host.pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            assert secret.encode() not in cmdline, (host.name, cmdline)
+    _out, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 0, err
+
+
+def test_the_interpreter_of_the_daemons_is_a_parameter(hosts):
+    result = hosts.ompy_run(
+        "h1", ["--host", "h2:1", "--mca", "plm_ssh_python", "/no/such/python3", "true"]
+    )
+    assert result.returncode == 1
+    assert "cannot start rank 0 on h2: the daemon on h2 ended (status 127)" in result.stderr
+    assert "/no/such/python3" in result.stderr
