@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -283,3 +284,30 @@ def test_the_interpreter_of_the_daemons_is_a_parameter(hosts):
     assert result.returncode == 1
     assert "cannot start rank 0 on h2: the daemon on h2 ended (status 127)" in result.stderr
     assert "/no/such/python3" in result.stderr
+
+
+def set_links(host, state: str) -> None:
+    for nic in range(host.nics):
+        subprocess.run(["ip", "-n", host.namespace, "link", "set", f"eth{nic}", state], check=True)
+
+
+def test_a_host_that_vanishes_from_the_network_ends_the_job_naming_it(cluster, hosts):
+    launcher = hosts.start("h1", hosts.ompy_argv([*SIX, sys.executable, "-c", SLEEPER]))
+    assert launcher.stdout is not None
+    for _ in range(6):
+        assert launcher.stdout.readline().strip() == "ready"
+    h3 = cluster.host("h3")
+    set_links(h3, "down")  # no FIN, no RST: only keep-alive probes can tell
+    try:
+        started = time.monotonic()
+        _out, err = launcher.communicate(timeout=90)
+        assert launcher.returncode != 0
+        assert "the ompy daemon on h3 was lost" in err, err
+        assert time.monotonic() - started < 60
+    finally:
+        set_links(h3, "up")
+    # Back on the network, h3's daemon learns that its launcher is gone and ends its ranks.
+    deadline = time.monotonic() + 60
+    while cluster.stray_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not cluster.stray_pids()

@@ -171,6 +171,7 @@ class Daemon:
             raise DaemonError(f"the launcher at {where} refused this daemon: {reply.get('reason')}")
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        protocol.keep_alive(sock)
         self._sock = sock
         self._launcher_host = host
         self._loop.add_reader(sock, self._on_readable)

@@ -213,6 +213,7 @@ class DaemonServer:
             return
         daemon.sock = pending.sock
         daemon.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        protocol.keep_alive(daemon.sock)
         self._by_fd[fd] = daemon
         self._send(daemon, {"op": control.WELCOME})
         self._loop.add_reader(daemon.sock, self._on_readable)
