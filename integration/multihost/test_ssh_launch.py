@@ -7,6 +7,7 @@ the tests check the hosts' NIC counters: the data really crossed between namespa
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -311,3 +312,23 @@ def test_a_host_that_vanishes_from_the_network_ends_the_job_naming_it(cluster, h
     while cluster.stray_pids() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not cluster.stray_pids()
+
+
+def test_a_rank_that_does_not_read_its_stdin_stalls_nothing(hosts):
+    # Rank 0 gets the launcher's stdin (4 MiB) and never reads it; its daemon must still
+    # forward rank 1's output at once, not when rank 0 exits and its stdin pipe breaks.
+    script = 'sleep 1; echo "$OMPY_RANK $(date +%s.%N)"; if [ "$OMPY_RANK" = 0 ]; then sleep 8; fi'
+    result = hosts.ompy_run(
+        "h1",
+        ["--timestamp-output", "--host", "h2:2", "sh", "-c", script],
+        input="x" * (4 << 20),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    delays = {}
+    for line in result.stdout.splitlines():
+        stamp, rank, written = line.split()
+        read = datetime.datetime.fromisoformat(stamp.strip("[]")).timestamp()
+        delays[rank] = read - float(written)
+    assert sorted(delays) == ["0", "1"]
+    assert delays["1"] < 4, delays  # read by the launcher within moments of being written

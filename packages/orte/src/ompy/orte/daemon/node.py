@@ -54,6 +54,9 @@ class _Rank:
     #: The write end of the rank's stdin pipe, while the launcher forwards stdin to it.
     stdin_fd: int | None
     status: int | None = None
+    #: Forwarded stdin the rank has not read yet, and whether its end-of-file came.
+    stdin_pending: bytearray = attrs.field(factory=bytearray)
+    stdin_eof: bool = False
 
 
 @attrs.define(eq=False)
@@ -294,6 +297,8 @@ class Daemon:
                 if fd >= 0:
                     os.close(fd)
         record = _Rank(rank, process, {out_r: 1, err_r: 2}, in_w)
+        if in_w is not None:
+            os.set_blocking(in_w, False)
         self._ranks[rank] = record
         for fd in (out_r, err_r):
             os.set_blocking(fd, False)
@@ -310,14 +315,30 @@ class Daemon:
     def _on_stdin_data(self, record: _Rank, data: bytes) -> None:
         if record.stdin_fd is None:
             return
-        if data:
-            try:
-                os.write(record.stdin_fd, data)  # blocking: the rank reads what it was sent
-                return
-            except OSError:
-                pass  # the rank stopped reading (closed stdin or exited)
-        os.close(record.stdin_fd)
-        record.stdin_fd = None
+        record.stdin_pending += data
+        record.stdin_eof = record.stdin_eof or not data
+        self._write_stdin(record)
+
+    def _write_stdin(self, record: _Rank) -> None:
+        """Write what the rank has been sent without blocking: a rank that does not read its
+        stdin must not stall the daemon (its output, exits, the other ranks)."""
+        fd = record.stdin_fd
+        if fd is None:
+            return
+        try:
+            while record.stdin_pending:
+                written = os.write(fd, record.stdin_pending)
+                del record.stdin_pending[:written]
+        except BlockingIOError:
+            self._loop.add_writer(fd, lambda _fd: self._write_stdin(record))
+            return
+        except OSError:  # the rank stopped reading (closed its stdin or exited)
+            record.stdin_pending.clear()
+            record.stdin_eof = True
+        self._loop.remove_writer(fd)
+        if record.stdin_eof:
+            os.close(fd)
+            record.stdin_fd = None
 
     def _control_relay(self, env: dict[str, str]) -> ControlRelay:
         if self._relay is None:
@@ -438,6 +459,8 @@ class Daemon:
                 else:
                     time.sleep(0.01)
             record.process.release()
+            if record.stdin_fd is not None:
+                self._loop.remove_writer(record.stdin_fd)
             for fd in (*record.outputs, record.stdin_fd):
                 if fd is not None:
                     with contextlib.suppress(OSError):
