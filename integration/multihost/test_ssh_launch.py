@@ -7,10 +7,12 @@ the tests check the hosts' NIC counters: the data really crossed between namespa
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -255,3 +257,78 @@ def test_default_transports_shared_memory_within_a_host_tcp_between(cluster, hos
                 assert same_host or modules.startswith("tcp:eth"), peers
     grew = received(before, cluster.cluster.nic_counters())
     assert all(grew[host] >= 7 << 20 for host in ("h1", "h2", "h3")), grew
+
+
+def test_no_command_line_on_any_host_holds_the_job_secret(cluster, hosts):
+    script = 'echo "$OMPY_SECRET"; sleep 3'
+    launcher = hosts.start("h1", hosts.ompy_argv([*SIX, "sh", "-c", script]))
+    assert launcher.stdout is not None
+    secrets = {launcher.stdout.readline().strip() for _ in range(6)}  # every rank runs now
+    assert len(secrets) == 1
+    secret = secrets.pop()
+    assert len(secret) == 64
+    for host in cluster.hosts:
+        for pid in host.pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            assert secret.encode() not in cmdline, (host.name, cmdline)
+    _out, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 0, err
+
+
+def test_the_interpreter_of_the_daemons_is_a_parameter(hosts):
+    result = hosts.ompy_run(
+        "h1", ["--host", "h2:1", "--mca", "plm_ssh_python", "/no/such/python3", "true"]
+    )
+    assert result.returncode == 1
+    assert "cannot start rank 0 on h2: the daemon on h2 ended (status 127)" in result.stderr
+    assert "/no/such/python3" in result.stderr
+
+
+def set_links(host, state: str) -> None:
+    for nic in range(host.nics):
+        subprocess.run(["ip", "-n", host.namespace, "link", "set", f"eth{nic}", state], check=True)
+
+
+def test_a_host_that_vanishes_from_the_network_ends_the_job_naming_it(cluster, hosts):
+    launcher = hosts.start("h1", hosts.ompy_argv([*SIX, sys.executable, "-c", SLEEPER]))
+    assert launcher.stdout is not None
+    for _ in range(6):
+        assert launcher.stdout.readline().strip() == "ready"
+    h3 = cluster.host("h3")
+    set_links(h3, "down")  # no FIN, no RST: only keep-alive probes can tell
+    try:
+        started = time.monotonic()
+        _out, err = launcher.communicate(timeout=90)
+        assert launcher.returncode != 0
+        assert "the ompy daemon on h3 was lost" in err, err
+        assert time.monotonic() - started < 60
+    finally:
+        set_links(h3, "up")
+    # Back on the network, h3's daemon learns that its launcher is gone and ends its ranks.
+    deadline = time.monotonic() + 60
+    while cluster.stray_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not cluster.stray_pids()
+
+
+def test_a_rank_that_does_not_read_its_stdin_stalls_nothing(hosts):
+    # Rank 0 gets the launcher's stdin (4 MiB) and never reads it; its daemon must still
+    # forward rank 1's output at once, not when rank 0 exits and its stdin pipe breaks.
+    script = 'sleep 1; echo "$OMPY_RANK $(date +%s.%N)"; if [ "$OMPY_RANK" = 0 ]; then sleep 8; fi'
+    result = hosts.ompy_run(
+        "h1",
+        ["--timestamp-output", "--host", "h2:2", "sh", "-c", script],
+        input="x" * (4 << 20),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    delays = {}
+    for line in result.stdout.splitlines():
+        stamp, rank, written = line.split()
+        read = datetime.datetime.fromisoformat(stamp.strip("[]")).timestamp()
+        delays[rank] = read - float(written)
+    assert sorted(delays) == ["0", "1"]
+    assert delays["1"] < 4, delays  # read by the launcher within moments of being written

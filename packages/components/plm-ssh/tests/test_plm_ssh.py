@@ -175,3 +175,17 @@ def test_the_agent_parameter_splits_like_a_shell():
         "-o",
         "BatchMode=yes",
     )
+
+
+def test_python_ranks_are_forked_from_the_nodes_fork_server(plm):
+    program = [sys.executable, "-c", "import os; print(os.getppid())"]
+    parents = []
+    for rank in (0, 1):
+        process, out, err = start(plm, rank, program)
+        assert wait_exit(process) == 0
+        parents.append(int(read_all(out)))
+        read_all(err)
+    daemon = plm._by_name["localhost"]
+    assert parents[0] == parents[1] != daemon.pid  # one fork server, not the daemon
+    stat = Path(f"/proc/{parents[0]}/stat").read_text()
+    assert int(stat.rsplit(")", 1)[1].split()[1]) == daemon.pid  # the daemon's child

@@ -124,23 +124,31 @@ class DaemonPlmModule(PlmModule):
 
         ``info(tree, launcher_host)`` makes the launch record of the daemon of ``tree.node``
         (``launcher_host`` "" lets it connect back to where its remote shell came from).  A
-        daemon whose process this module starts is handed to :meth:`watch` (its early end is
-        then reported with what it wrote); one that cannot be started gets ``lost`` set.
+        daemon is started through :meth:`watch` (with the others its process runs, if one process
+        runs several): the early end of that process then loses them, with what it wrote.
         """
 
     def start_local(self, daemon: Daemon, info: LaunchInfo) -> None:
         """Start the daemon of this host's node directly (no remote shell)."""
         self.watch(daemon, lambda: agent.start_daemon(info, None))
 
-    def watch(self, daemon: Daemon, start: Callable[[], subprocess.Popen[bytes]]) -> None:
-        """Run ``start`` for ``daemon`` and watch the process it returns."""
+    def watch(
+        self, daemons: Daemon | Sequence[Daemon], start: Callable[[], subprocess.Popen[bytes]]
+    ) -> None:
+        """Run ``start`` for ``daemons`` (one, or all those one process runs, as an ``srun``
+        step) and watch the process it returns: its early end loses them, with what it wrote;
+        :meth:`finish` waits for it."""
         assert self._server is not None
+        group = [daemons] if isinstance(daemons, Daemon) else list(daemons)
         try:
-            daemon.process = start()
+            process = start()
         except OSError as error:
-            daemon.lost = f"its process could not be started: {error}"
+            for daemon in group:
+                daemon.lost = f"its process could not be started: {error}"
             return
-        self._server.watch(daemon)
+        for daemon in group:
+            daemon.process = process
+        self._server.watch(group, process)
 
     # -- launch -------------------------------------------------------------------------------
 
@@ -228,10 +236,16 @@ class DaemonPlmModule(PlmModule):
             raise LaunchError(f"cannot start rank {rank} on {daemon.name}: {daemon.lost}")
 
     def _wait_answer(self, daemon: Daemon, rank: int) -> SpawnAnswer:
+        """The daemon's answer to ``spawn``; a lost or silent daemon is an answer too."""
         assert self._server is not None
+        deadline = time.monotonic() + self.settings.connect_timeout
         with self._server.cond:
             while rank not in daemon.answers and daemon.lost is None:
-                self._server.cond.wait(0.5)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = f"its daemon did not answer within {self.settings.connect_timeout:g} s"
+                    return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {why}", 1)
+                self._server.cond.wait(min(left, 0.5))
             if rank in daemon.answers:
                 return daemon.answers.pop(rank)
         return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {daemon.lost}", 1)
@@ -246,15 +260,14 @@ class DaemonPlmModule(PlmModule):
             daemon.exiting = True
             server.send(daemon, {"op": EXIT})
         deadline = time.monotonic() + EXIT_WAIT
-        for daemon in self._daemons.values():
-            if daemon.process is None:
-                continue
+        processes = {id(d.process): d.process for d in self._daemons.values() if d.process}
+        for process in processes.values():
             try:
-                daemon.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                daemon.process.kill()
-                daemon.process.wait()
-            for stream in (daemon.process.stdin, daemon.process.stderr):
+                process.kill()
+                process.wait()
+            for stream in (process.stdin, process.stderr):
                 if stream is not None:
                     stream.close()
         server.stop()
