@@ -30,7 +30,10 @@ A rank started directly by a resource manager (``srun --mpi=pmi2``: the ess modu
 module's :class:`~ompy.orte.mca.ess.JobServices`, and whatever would leave its peers waiting
 ends the whole job through them instead: an uncaught exception (after its traceback is
 printed), a ``sys.exit`` with a non-zero status before Finalize, a layer that could not
-finalize.  A ``sys.exit(0)`` finalizes normally, as every rank of a successful job does.
+finalize.  A ``sys.exit(0)`` finalizes normally, as every rank of a successful job does.  No
+fork server runs such a program, so nobody sees its ``SystemExit``: the run-time wraps
+``sys.exit`` to note the status (:func:`note_exit`) on the way out; a ``raise SystemExit``
+written out is not seen, and then behaves as a normal end.
 
 Modex rules (the same in both modes): ``put`` stages a value locally (checked to be
 msgpack-able at once; it comes back as msgpack returns it, so tuples become lists), ``commit``
@@ -235,6 +238,14 @@ class Runtime:
         code = int(code)
         if self._services is not None:
             with contextlib.suppress(Exception):
+                _log.error(
+                    "rank %d of job %s ends the job with code %d%s",
+                    self.identity.rank,
+                    self.identity.jobid,
+                    code,
+                    ": " + str(message) if message else "",
+                )
+            with contextlib.suppress(Exception):
                 self._services.abort(code, str(message))
         elif self._client is not None:
             with contextlib.suppress(ControlError):
@@ -427,6 +438,28 @@ def note_exit(status: int, how: str) -> None:
         runtime.exit_request = (status, how)
 
 
+def _exit_status(code: object) -> int:
+    """The exit status the interpreter makes of ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    return 1
+
+
+def _note_sys_exit() -> None:
+    """Make ``sys.exit`` tell the run-time its status first (a directly launched rank)."""
+    original = sys.exit
+
+    def exit(status: object = None, /) -> NoReturn:
+        shown = repr(status) if len(repr(status)) <= 40 else repr(status)[:37] + "..."
+        note_exit(_exit_status(status), f"called sys.exit({'' if status is None else shown})")
+        original(status)
+
+    exit.__doc__ = original.__doc__
+    sys.exit = exit
+
+
 def _show_identity(identity: Identity) -> None:
     """Let ``ps`` tell the ranks apart: ``ompy rank 3/8 of job 1a2b: python app.py``."""
     proctitle.set_title(
@@ -464,6 +497,8 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
         if not identity.singleton:
             _show_identity(identity)
             sys.excepthook = runtime._excepthook
+        if identity.direct:
+            _note_sys_exit()
         atexit.register(runtime._at_exit)
         _runtime = runtime
         return runtime
