@@ -6,6 +6,7 @@ import os
 import re
 import socket
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -265,7 +266,8 @@ def test_the_component_offers_only_to_a_pmi_rank(component):
 
 
 @pytest.mark.parametrize("slurm", [True, False])
-def test_every_rank_gets_a_direct_identity_with_one_shared_secret(slurm):
+def test_every_rank_gets_a_direct_identity_with_one_shared_secret(slurm, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     server = FakePmiServer(4, mapping="(vector,(0,2,2))")
 
     def rank_work(rank):
@@ -296,11 +298,32 @@ def test_every_rank_gets_a_direct_identity_with_one_shared_secret(slurm):
         (1, 1, 2),
     ]
     assert {i.jobid for i in identities} == {"pmi77_0"}
+    # one private session directory for the job's ranks on this host
+    (session,) = {i.session_dir for i in identities}
+    assert Path(session).parent == tmp_path and Path(session).name.startswith(
+        "ompy-session-pmi77_0-"
+    )
+    assert Path(session).stat().st_mode & 0o777 == 0o700
     if slurm:
         assert [i.node_name for i in identities] == ["a", "a", "b", "b"]
         assert identities[0].rank_nodes == ()
     else:
         assert identities[0].rank_nodes == (0, 0, 1, 1)
+
+
+def test_a_session_directory_of_someone_else_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    server = FakePmiServer(1)
+    module = PmiEssModule(server.environ(0), "auto", forget=False)
+    real_mkdir = os.mkdir
+
+    def planted(path, mode=0o777):  # an attacker's symlink is there first
+        os.symlink(tmp_path, path)
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(os, "mkdir", planted)
+    with pytest.raises(ValueError, match="is not a directory of this user"):
+        module.identity()
 
 
 def test_a_broken_pmi_setup_stops_the_rank_naming_pmi():

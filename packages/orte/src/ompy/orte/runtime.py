@@ -33,7 +33,10 @@ printed), a ``sys.exit`` with a non-zero status before Finalize, a layer that co
 finalize.  A ``sys.exit(0)`` finalizes normally, as every rank of a successful job does.  No
 fork server runs such a program, so nobody sees its ``SystemExit``: the run-time wraps
 ``sys.exit`` to note the status (:func:`note_exit`) on the way out; a ``raise SystemExit``
-written out is not seen, and then behaves as a normal end.
+written out is not seen, and then behaves as a normal end.  Nor is there a launcher to remove
+the session directory of a rank the resource manager kills (it sends SIGTERM first): a
+directly launched rank that has no SIGTERM handler of its own gets one that removes the
+session directory, then dies of the signal as before.
 
 Modex rules (the same in both modes): ``put`` stages a value locally (checked to be
 msgpack-able at once; it comes back as msgpack returns it, so tuples become lists), ``commit``
@@ -245,6 +248,7 @@ class Runtime:
                     code,
                     ": " + str(message) if message else "",
                 )
+            shutil.rmtree(self.identity.session_dir, ignore_errors=True)  # no atexit after _exit
             with contextlib.suppress(Exception):
                 self._services.abort(code, str(message))
         elif self._client is not None:
@@ -269,7 +273,13 @@ class Runtime:
         if sys.excepthook is self._excepthook:
             sys.excepthook = self._previous_hook
         if self._services is not None:
-            self._services.finalize()
+            try:
+                self._services.finalize()
+            finally:
+                if self.identity.local_rank == 0:
+                    # Every rank left the session directory before the final fence (MPI's
+                    # Finalize); no launcher removes it in a directly launched job.
+                    shutil.rmtree(self.identity.session_dir, ignore_errors=True)
             return
         if self._client is None:
             shutil.rmtree(self.identity.session_dir, ignore_errors=True)
@@ -460,6 +470,22 @@ def _note_sys_exit() -> None:
     sys.exit = exit
 
 
+def _clean_up_on_sigterm(session: str) -> None:
+    """On SIGTERM, remove ``session`` and die of the signal (a directly launched rank)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        return  # the program (or whoever embeds it) handles SIGTERM itself
+
+    def terminated(signum: int, frame: object) -> None:
+        shutil.rmtree(session, ignore_errors=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def _show_identity(identity: Identity) -> None:
     """Let ``ps`` tell the ranks apart: ``ompy rank 3/8 of job 1a2b: python app.py``."""
     proctitle.set_title(
@@ -499,6 +525,7 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
             sys.excepthook = runtime._excepthook
         if identity.direct:
             _note_sys_exit()
+            _clean_up_on_sigterm(identity.session_dir)
         atexit.register(runtime._at_exit)
         _runtime = runtime
         return runtime
