@@ -54,7 +54,12 @@ def test_hostfile_slots_and_map_by(ompy, tmp_path):
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--host", "localhost:1,nosuchnode:2", "true"], 1, "cannot start ranks on 'nosuchnode'"),
+        (
+            ["--host", "localhost:1,nosuchnode:2", "true"],
+            1,
+            "cannot start rank 1 on nosuchnode: the daemon on nosuchnode ended (status 255); "
+            "it said: ssh: Could not resolve hostname nosuchnode",
+        ),
         (
             ["-n", "3", "--host", "localhost:2", "--no-oversubscribe", "true"],
             1,
@@ -75,7 +80,7 @@ def test_hostfile_slots_and_map_by(ompy, tmp_path):
             1,
             "'orte_abort_timeout' has the invalid value 'soon' (from command line",
         ),
-        (["-n", "1", "--mca", "plm", "ssh", "true"], 1, "no plm component named 'ssh'"),
+        (["-n", "1", "--mca", "plm", "nosuch", "true"], 1, "no plm component named 'nosuch'"),
     ],
     ids=[
         "remote-host",

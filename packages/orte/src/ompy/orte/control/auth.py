@@ -13,8 +13,10 @@ import hmac
 import secrets
 
 NONCE_SIZE = 32
-#: The only role defined so far: an application rank.  Daemons will add their own.
+#: An application rank.
 ROLE_RANK = "rank"
+#: A node daemon (``ompy daemon``); the number it claims is its node id.
+ROLE_DAEMON = "daemon"
 
 
 def new_nonce() -> bytes:

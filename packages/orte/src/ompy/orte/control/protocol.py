@@ -39,6 +39,9 @@ FINALIZING, LEAVING = "finalizing", "leaving"
 REPLY, STACKS, TERMINATE = "reply", "stacks", "terminate"
 # client -> server, answering a push
 STACKS_REPLY = "stacks_reply"
+# between the server and a node daemon carrying its ranks' connections (see server.py)
+ATTACH, DETACH, RELAY = "attach", "detach", "relay"
+FENCE_NODE, FENCED = "fence_node", "fenced"
 
 
 def _int(value: Any) -> bool:

@@ -50,7 +50,8 @@ _log = output.get_logger("orte")
 
 @attrs.define(eq=False)
 class _Connection:
-    sock: socket.socket
+    #: ``None`` for a rank reached through its node's daemon (``via``).
+    sock: socket.socket | None
     peer: str
     nonce: bytes
     decoder: wire.FrameDecoder
@@ -62,6 +63,12 @@ class _Connection:
     #: "finalized", "aborted" or "left": an EOF afterwards is expected.
     finished: str | None = None
     closed: bool = False
+    #: A node daemon's connection: its node id (it carries its ranks' connections).
+    node: int | None = None
+    #: A rank's connection carried by this daemon connection.
+    via: _Connection | None = None
+    #: A daemon connection's ranks, by rank.
+    carried: dict[int, _Connection] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -151,7 +158,9 @@ class ControlServer:
     def address(self) -> tuple[str, int]:
         """``(host, port)`` to give the ranks."""
         host, port = self._listener.getsockname()[:2]
-        return host, port
+        # Bound to every interface (ranks on other hosts): this host's ranks use loopback,
+        # remote daemons substitute the address they reach the launcher at.
+        return ("127.0.0.1" if host == "0.0.0.0" else host), port
 
     def start(self) -> None:
         """Serve from a daemon thread named ``ompy-control-server``."""
@@ -182,8 +191,9 @@ class ControlServer:
     def _release(self) -> None:
         self._accept_failures.flush()
         for conn in list(self._connections):
-            with contextlib.suppress(OSError):
-                conn.sock.close()
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.close()
         self._loop.close()
         self._listener.close()
 
@@ -286,7 +296,7 @@ class ControlServer:
             self._loop.add_reader(self._listener, self._accept)
 
     def _expire_handshake(self, conn: _Connection) -> None:
-        if conn.rank is None and not conn.closed:
+        if conn.rank is None and conn.node is None and not conn.closed:
             self._refuse(
                 conn, f"did not authenticate within {self._auth_timeout:g} s", tell_peer=False
             )
@@ -300,6 +310,7 @@ class ControlServer:
             self._flush(conn)
 
     def _read(self, conn: _Connection) -> None:
+        assert conn.sock is not None
         try:
             data = conn.sock.recv(_RECV_SIZE)
         except (BlockingIOError, InterruptedError):
@@ -318,7 +329,9 @@ class ControlServer:
         for message in messages:
             if conn.closed:
                 return
-            if conn.rank is None:
+            if conn.node is not None:
+                self._on_daemon_message(conn, message)
+            elif conn.rank is None:
                 self._authenticate(conn, message)
             else:
                 self._handle(conn, message)
@@ -340,6 +353,9 @@ class ControlServer:
             return
         if message["jobid"] != self.jobid:
             self._refuse(conn, f"belongs to job {message['jobid']!r}, not {self.jobid!r}")
+            return
+        if role == auth.ROLE_DAEMON:
+            self._admit_daemon(conn, rank)
             return
         if role != auth.ROLE_RANK:
             self._refuse(conn, f"unknown role {role!r}")
@@ -422,8 +438,7 @@ class ControlServer:
         self._fence_waiters[conn.rank] = (conn, message["id"])
         if completed:
             waiters, self._fence_waiters = self._fence_waiters, {}
-            for waiter, request_id in waiters.values():
-                self._reply(waiter, request_id, generation)
+            self._complete_fence(waiters, generation)
 
     def _fence_impossible(self, generation: int) -> str:
         who = ", ".join(f"rank {rank} {why}" for rank, why in sorted(self._gone.items()))
@@ -545,10 +560,14 @@ class ControlServer:
     def _send(self, conn: _Connection, message: dict[str, Any]) -> None:
         if conn.closed:
             return
+        if conn.via is not None:  # a rank behind its node's daemon
+            self._send(conn.via, {"op": protocol.RELAY, "rank": conn.rank, "msg": message})
+            return
         conn.outbox += wire.encode(message)
         self._flush(conn)
 
     def _flush(self, conn: _Connection) -> None:
+        assert conn.sock is not None
         try:
             while conn.outbox:
                 sent = conn.sock.send(conn.outbox)
@@ -567,6 +586,11 @@ class ControlServer:
         """The peer went away (or broke the connection)."""
         if conn.closed:
             return
+        if conn.node is not None:  # a node daemon: the ranks it carried are lost with it
+            self._close(conn, flush=False)
+            for carried in list(conn.carried.values()):
+                self._drop(carried, f"the connection of its node's daemon: {reason}")
+            return
         if conn.rank is None:
             self._emit(events.BadClient(conn.peer, f"{reason} before authenticating"))
         self._close(conn, flush=False)
@@ -580,17 +604,21 @@ class ControlServer:
     def _close(self, conn: _Connection, *, flush: bool) -> None:
         if conn.closed:
             return
-        if flush and conn.outbox:  # a last word (``denied``): best effort, never block
+        if flush and conn.outbox and conn.sock is not None:  # a last word: best effort
             with contextlib.suppress(OSError):
                 conn.sock.send(conn.outbox)
         conn.closed = True
         if conn.handshake_timer is not None:
             conn.handshake_timer.cancel()
         self._connections.discard(conn)
-        self._loop.remove_reader(conn.sock)
-        self._loop.remove_writer(conn.sock)
-        with contextlib.suppress(OSError):
-            conn.sock.close()
+        if conn.via is not None:  # tell the daemon to close the rank's own connection
+            conn.via.carried.pop(conn.rank, None)  # type: ignore[arg-type]
+            self._send(conn.via, {"op": protocol.DETACH, "rank": conn.rank})
+        if conn.sock is not None:
+            self._loop.remove_reader(conn.sock)
+            self._loop.remove_writer(conn.sock)
+            with contextlib.suppress(OSError):
+                conn.sock.close()
         if conn.rank is not None and self._by_rank.get(conn.rank) is conn:
             del self._by_rank[conn.rank]
             with self._lock:
@@ -598,3 +626,88 @@ class ControlServer:
                 for request in self._stacks_requests.values():
                     request.forget(conn.rank)
             self._fence_waiters.pop(conn.rank, None)
+
+    # -- node daemons ------------------------------------------------------------------------
+    #
+    # A node daemon (ompy.orte.daemon) authenticates with the job secret as role "daemon" and
+    # its node id, then carries the connections of its node's ranks over its own: it checks
+    # each rank's proof itself, attaches it here (``attach``), relays its messages both ways
+    # (``relay``) and detaches it when its connection ends (``detach``).  The node's part of
+    # a fence arrives as one ``fence_node`` (every local rank's request), and its completion
+    # goes back as one ``fenced``: the launcher's fence work grows with nodes, not ranks.
+
+    def _admit_daemon(self, conn: _Connection, node: int) -> None:
+        if any(c.node == node for c in self._connections if c is not conn and not c.closed):
+            self._refuse(conn, f"claimed the daemon of node {node}, which already connected")
+            return
+        conn.node = node
+        if conn.handshake_timer is not None:
+            conn.handshake_timer.cancel()
+        conn.decoder.limit = wire.MAX_FRAME
+        self._send(conn, {"op": protocol.WELCOME})
+
+    def _on_daemon_message(self, conn: _Connection, message: dict[str, Any]) -> None:
+        op, rank = message.get("op"), message.get("rank")
+        if op == protocol.FENCE_NODE:
+            self._on_fence_node(conn, message)
+            return
+        if not isinstance(rank, int) or isinstance(rank, bool):
+            self._drop(conn, f"node daemon sent a bad message {op!r}")
+            return
+        carried = conn.carried.get(rank)
+        if op == protocol.ATTACH:
+            self._attach(conn, rank, str(message.get("peer", "")))
+        elif op == protocol.RELAY and carried is not None and isinstance(message.get("msg"), dict):
+            self._handle(carried, message["msg"])
+        elif op == protocol.DETACH and carried is not None:
+            self._drop(carried, str(message.get("reason", "its connection closed")))
+        elif op not in (protocol.RELAY, protocol.DETACH):
+            self._drop(conn, f"node daemon sent an unknown message {op!r}")
+
+    def _attach(self, daemon: _Connection, rank: int, peer: str) -> None:
+        """A rank that proved the job secret to its node's daemon: admit it as if direct."""
+        conn = _Connection(
+            None, f"{peer} via the daemon of node {daemon.node}", b"", wire.FrameDecoder()
+        )
+        conn.via = daemon
+        if not 0 <= rank < self.size:
+            reason = f"claimed rank {rank}, outside this job of size {self.size}"
+        elif rank in self._by_rank or rank in self._gone or rank in self._finalized:
+            reason = f"claimed rank {rank}, which already connected"
+        else:
+            conn.rank = rank
+            daemon.carried[rank] = conn
+            self._connections.add(conn)
+            self._by_rank[rank] = conn
+            self._send(conn, {"op": protocol.WELCOME})
+            return
+        self._send(
+            daemon,
+            {"op": protocol.RELAY, "rank": rank, "msg": {"op": protocol.DENIED, "reason": reason}},
+        )
+        self._emit(events.BadClient(conn.peer, reason))
+
+    def _on_fence_node(self, daemon: _Connection, message: dict[str, Any]) -> None:
+        """Every local rank of one node enters fence ``generation`` (one message for all)."""
+        generation, requests = message.get("generation"), message.get("requests")
+        if not isinstance(generation, int) or not isinstance(requests, list):
+            self._drop(daemon, "node daemon sent a bad 'fence_node'")
+            return
+        for request in requests:
+            carried = daemon.carried.get(request[0]) if isinstance(request, list) else None
+            if carried is None or len(request) != 2:
+                continue  # a rank that went away meanwhile: its loss fails the fence
+            fence = {"op": protocol.FENCE, "id": request[1], "generation": generation}
+            self._handle(carried, fence)
+
+    def _complete_fence(self, waiters: dict[int, tuple[_Connection, int]], generation: int) -> None:
+        """Answer every rank waiting in the fence that completed: one ``fenced`` per node
+        daemon for the ranks it carries (it answers their requests), a reply to the others."""
+        daemons: dict[int, _Connection] = {}
+        for waiter, request_id in waiters.values():
+            if waiter.via is None:
+                self._reply(waiter, request_id, generation)
+            else:
+                daemons[id(waiter.via)] = waiter.via
+        for daemon in daemons.values():
+            self._send(daemon, {"op": protocol.FENCED, "generation": generation})

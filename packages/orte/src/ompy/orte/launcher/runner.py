@@ -159,6 +159,7 @@ class JobRunner:
                 self.size,
                 secret,
                 self._on_control_event,
+                host=self.plm.control_host(),
                 auth_timeout=self.connect_timeout,
                 exit_grace=self.exit_grace,
             )

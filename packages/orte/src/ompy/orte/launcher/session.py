@@ -10,7 +10,9 @@ A launcher killed with SIGKILL cannot clean up; its ranks exit on their own, but
 directory and shared memory stay.  Every launcher therefore sweeps, when it starts, the
 leftovers of jobs whose launcher process no longer exists (:func:`sweep_stale`): the job id
 starts with the launcher's pid, and only directories named ``ompy-job-<jobid>-*`` are touched.
-A singleton (a program started without ``ompy run``) is its own job, ``s<pid>``, with a
+A node daemon (:mod:`ompy.orte.daemon`) has its own directory, ``ompy-daemon-<its pid>-...``,
+swept the same way once that pid is gone.  A singleton (a program started without
+``ompy run``) is its own job, ``s<pid>``, with a
 session directory ``ompy-session-s<pid>-*`` (and, when it uses file-backed shared memory, the
 private directory ``ompy-session-<pid>-*`` of :mod:`ompy.opal.session`): a killed one leaves
 them behind, and the same sweep removes them once that pid is gone.
@@ -34,6 +36,8 @@ _JOB_DIR_PREFIX = "ompy-job-"
 #: singleton's job), or ``ompy-session-<pid in decimal>-<random>`` (opal's private one).
 SINGLETON_DIR_PREFIX = "ompy-session-"
 _RANDOM_HEX = 6
+#: A node daemon's session directory: ``ompy-daemon-<daemon pid>-<jobid>-<random>``.
+DAEMON_DIR_PREFIX = "ompy-daemon-"
 
 
 def new_jobid() -> str:
@@ -91,6 +95,7 @@ def sweep_stale(base: Path | None = None, shm_dir: Path = SHM_DIR) -> list[Path]
         ]
     except OSError:
         return removed
+    removed.extend(_sweep_daemon_dirs(parent))
     for path, owner_of in candidates:
         prefix = _JOB_DIR_PREFIX if owner_of is launcher_pid else SINGLETON_DIR_PREFIX
         jobid = path.name[len(prefix) :].split("-", 1)[0]
@@ -108,6 +113,35 @@ def sweep_stale(base: Path | None = None, shm_dir: Path = SHM_DIR) -> list[Path]
             shutil.rmtree(path, ignore_errors=True)
         else:
             removed.extend(Session(jobid, path, shm_dir).remove())
+        removed.append(path)
+    return removed
+
+
+def daemon_dir_prefix(jobid: str) -> str:
+    """The prefix of this process's session directory as the daemon of ``jobid``'s node."""
+    return f"{DAEMON_DIR_PREFIX}{os.getpid()}-{jobid}-"
+
+
+def _sweep_daemon_dirs(parent: Path) -> list[Path]:
+    """Remove the session directories of node daemons that are gone (killed, say).
+
+    Only the directory: the job's shared memory belongs to the job, whose launcher (or the
+    node's next daemon of that job) removes it.
+    """
+    removed = []
+    try:
+        paths = list(parent.glob(DAEMON_DIR_PREFIX + "*"))
+    except OSError:
+        return removed
+    for path in paths:
+        token = path.name[len(DAEMON_DIR_PREFIX) :].split("-", 1)[0]
+        try:
+            mine = path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if not token.isascii() or not token.isdigit() or not mine or _alive(int(token)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
 

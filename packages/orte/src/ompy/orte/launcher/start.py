@@ -77,6 +77,7 @@ def run_job(options: RunOptions, reporter: Reporter) -> int:
         plm_fw, plm = select_plm(registry, plan.allocation.nodes)
         opened.append(plm_fw)
         plm.check_nodes(plan.allocation.nodes)
+        plm.forward_environment(plan.app.env)
         # As early as possible: a helper the plm starts here works while the launcher sets up.
         plm.prepare(plan.app.argv, rank_base_environment(plan.app.env), plan.app.cwd)
         discard_early()  # a fork server started on a guess that the plm did not take

@@ -3,8 +3,8 @@
 The launcher hands the plm module each rank's placement, argv, environment, working directory
 and stdio; the module starts the process and returns a :class:`RankProcess` handle through which
 the launcher learns that it exited and delivers signals to it and everything it started.
-One-of-many: ``local`` forks ranks on this host; ``ssh`` and ``slurm`` will start a daemon per
-remote node.
+One-of-many: ``local`` forks ranks on this host; ``ssh`` (and ``slurm``) start an ``ompy daemon``
+per node (:mod:`ompy.orte.daemon`), which forks that node's ranks.
 """
 
 from __future__ import annotations
@@ -106,6 +106,21 @@ class PlmModule(abc.ABC):
     def finish(self) -> None:
         """Called once after every rank was reaped: stop what :meth:`prepare` started."""
         return None
+
+    def forward_environment(self, exported: Mapping[str, str]) -> None:
+        """Called once before :meth:`prepare` with the variables the user asked to pass on.
+
+        ``exported`` holds ``-x`` and ``--mca`` variables.  A launcher that starts ranks on
+        other hosts sends these (and the ``OMPY_`` variables) rather than the launcher's whole
+        environment, which belongs to this host.  The default ignores them (ranks on this
+        host get the whole environment through :meth:`spawn`).
+        """
+        return None
+
+    def control_host(self) -> str:
+        """The address the job's control server listens on: loopback unless ranks on other
+        hosts must reach it (then ``0.0.0.0``).  The default: ``127.0.0.1``."""
+        return "127.0.0.1"
 
     @abc.abstractmethod
     def spawn(

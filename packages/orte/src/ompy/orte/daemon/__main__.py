@@ -1,0 +1,7 @@
+"""``python -m ompy.orte.daemon``: how a launcher starts a daemon on another node."""
+
+import sys
+
+from ompy.orte.daemon.main import main
+
+sys.exit(main())

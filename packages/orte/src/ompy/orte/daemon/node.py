@@ -1,0 +1,489 @@
+"""The daemon of one node: forks its ranks and relays between them and the launcher.
+
+One thread, one :class:`~ompy.opal.eventloop.EventLoop`: the launcher connection, the ranks'
+output pipes, one pidfd per rank, the standard input it was started with (its end-of-file
+means the starter is gone) and the remote shells of the daemons it starts itself.  See
+:mod:`ompy.orte.daemon` for the life cycle and :mod:`.protocol` for the messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+
+from ompy.opal.eventloop import EventLoop
+from ompy.orte.control import auth, wire
+from ompy.orte.control import protocol as control
+from ompy.orte.launcher.forkserver.deathsig import load_prctl, preexec_die_with_parent
+
+from . import agent, protocol
+from .protocol import LaunchInfo
+from .relay import ControlRelay, RelayError
+
+#: How long a daemon tries to reach its launcher.
+CONNECT_TIMEOUT = 10.0
+#: How long the daemons a daemon started get to end before they are killed.
+CHILD_GRACE = 5.0
+_READ_SIZE = 1 << 16
+_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class DaemonError(Exception):
+    """The daemon cannot serve (it says why on its stderr and exits with status 1)."""
+
+
+@attrs.define(eq=False)
+class _Rank:
+    rank: int
+    popen: subprocess.Popen[bytes]
+    pidfd: int | None
+    #: read end -> 1 or 2 (stdout, stderr), while open.
+    outputs: dict[int, int]
+    #: read end -> its file object (closed at end-of-file).
+    streams: dict[int, IO[bytes]]
+    stdin_fd: int | None
+    status: int | None = None
+
+
+@attrs.define(eq=False)
+class _Child:
+    tree: protocol.NodeTree
+    process: subprocess.Popen[bytes]
+    pidfd: int
+
+
+def spawn_error(rank: int, host: str, argv: list[str], cwd: str, error: OSError) -> tuple[str, int]:
+    """What kept ``rank`` from starting, and the shell's code (127 not found, 126 not runnable)."""
+    where = f"cannot start rank {rank} on {host}"
+    if error.filename is not None and str(error.filename) == cwd:
+        return f"{where} in its working directory '{cwd}': {error.strerror}", 1
+    if isinstance(error, FileNotFoundError):
+        return f"{where}: '{argv[0]}' was not found ({error.strerror})", 127
+    if isinstance(error, PermissionError):
+        return f"{where}: {error}", 126
+    if error.errno == errno.ENOEXEC:
+        return f"{where}: '{argv[0]}' is not a program this system can execute", 126
+    return f"{where}: {error}", 1
+
+
+class Daemon:
+    """Serves one node of a job (see the module documentation); :meth:`run` returns the status."""
+
+    def __init__(self, info: LaunchInfo, stdin_fd: int = 0) -> None:
+        self.info = info
+        self.host = socket.gethostname()
+        self._stdin_fd = stdin_fd
+        self._loop = EventLoop()
+        self._sock: socket.socket | None = None
+        self._decoder = wire.FrameDecoder()
+        self._outbox = bytearray()
+        self._ranks: dict[int, _Rank] = {}
+        self._by_fd: dict[int, _Rank] = {}
+        self._children: dict[int, _Child] = {}
+        self._session: Path | None = None
+        #: The job's id, from the first rank's environment (names its session and segments).
+        self._jobid: str | None = None
+        #: Carries the ranks' control connections (made at the first spawn).
+        self._relay: ControlRelay | None = None
+        self._launcher_host = ""
+        self._prctl = load_prctl()
+        self._stop: str | None = None  # why the daemon ends; None while it serves
+        self._status = 0
+        self._signals: list[int] = []
+
+    # -- the whole life -----------------------------------------------------------------------
+
+    def run(self) -> int:
+        previous = {s: signal.signal(s, self._record_signal) for s in _SIGNALS}
+        self._loop.catch_signals()
+        try:
+            self._connect()
+            self._start_children()
+            os.set_blocking(self._stdin_fd, False)
+            self._loop.add_reader(self._stdin_fd, self._on_stdin)
+            while self._stop is None:
+                self._loop.run_once(1.0)
+                self._handle_signals()
+            return self._status
+        except DaemonError as error:
+            print(f"ompy daemon on {self.host}: {error}", file=sys.stderr, flush=True)
+            return 1
+        except Exception:  # a bug: say where, end the ranks (finally), let the launcher know
+            traceback.print_exc()
+            print(f"ompy daemon on {self.host}: internal error (above)", file=sys.stderr)
+            return 1
+        finally:
+            self._shut_down()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            self._loop.close()
+
+    def _finish(self, why: str, status: int) -> None:
+        if self._stop is None:
+            self._stop, self._status = why, status
+
+    # -- connecting ---------------------------------------------------------------------------
+
+    def _via(self) -> str:
+        """The address the remote shell that started this daemon came from ("" if none)."""
+        return os.environ.get("SSH_CONNECTION", "").split(" ", 1)[0]
+
+    def _connect(self) -> None:
+        info = self.info
+        host = info.launcher_host or self._via() or "127.0.0.1"
+        where = f"{host}:{info.launcher_port}"
+        try:
+            sock = socket.create_connection((host, info.launcher_port), timeout=CONNECT_TIMEOUT)
+        except OSError as error:
+            raise DaemonError(f"cannot connect back to the launcher at {where}: {error}") from None
+        try:
+            challenge = wire.recv_message(sock, wire.MAX_UNAUTHENTICATED_FRAME)
+            if challenge.get("op") != control.CHALLENGE or not isinstance(
+                challenge.get("nonce"), bytes
+            ):
+                raise DaemonError(f"the launcher at {where} did not start a handshake")
+            node = info.tree.node
+            answer = {
+                "op": control.AUTH,
+                "role": protocol.ROLE_DAEMON,
+                "rank": node,
+                "jobid": info.launch_id,
+                "proof": auth.proof(info.secret, challenge["nonce"], protocol.ROLE_DAEMON, node),
+            }
+            sock.sendall(wire.encode(answer))
+            reply = wire.recv_message(sock, wire.MAX_UNAUTHENTICATED_FRAME)
+        except (OSError, wire.ProtocolError) as error:
+            sock.close()
+            raise DaemonError(
+                f"the handshake with the launcher at {where} failed: {error}"
+            ) from None
+        if reply.get("op") != control.WELCOME:
+            sock.close()
+            raise DaemonError(f"the launcher at {where} refused this daemon: {reply.get('reason')}")
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+        self._launcher_host = host
+        self._loop.add_reader(sock, self._on_readable)
+        self._send(
+            {
+                "op": protocol.HELLO,
+                "node": info.tree.node,
+                "host": self.host,
+                "pid": os.getpid(),
+                "via": self._via(),
+            }
+        )
+
+    # -- the launcher connection --------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if self._sock is None:
+            return
+        self._outbox += wire.encode(message)
+        self._flush()
+
+    def _flush(self, _fd: int | None = None) -> None:
+        assert self._sock is not None
+        try:
+            while self._outbox:
+                sent = self._sock.send(self._outbox)
+                del self._outbox[:sent]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as error:
+            self._lost(f"the connection to the launcher failed: {error}")
+            return
+        if self._outbox:
+            self._loop.add_writer(self._sock, self._flush)
+        else:
+            self._loop.remove_writer(self._sock)
+
+    def _on_readable(self, _fd: int) -> None:
+        assert self._sock is not None
+        try:
+            data = self._sock.recv(_READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(f"the connection to the launcher failed: {error}")
+            return
+        if not data:
+            self._lost("the launcher closed the connection")
+            return
+        try:
+            messages = self._decoder.feed(data)
+            for message in messages:
+                op = protocol.check(message, protocol.FROM_LAUNCHER)
+                getattr(self, f"_do_{op}")(message)
+        except (wire.ProtocolError, protocol.DaemonProtocolError) as error:
+            self._lost(f"the launcher sent a bad message: {error}")
+
+    def _lost(self, why: str) -> None:
+        """The launcher is gone: nothing may outlive it."""
+        if self._sock is not None:
+            self._loop.remove_reader(self._sock)
+            self._loop.remove_writer(self._sock)
+            self._sock.close()
+            self._sock = None
+        self._finish(f"{why}; its ranks were killed", 1)
+        print(f"ompy daemon on {self.host}: {self._stop}", file=sys.stderr, flush=True)
+
+    def _on_stdin(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._loop.remove_reader(fd)
+            self._lost("the process that started this daemon is gone (its stdin closed)")
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _session_dir(self, env: dict[str, str]) -> Path:
+        if self._session is None:
+            from ompy.orte.launcher.session import daemon_dir_prefix, sweep_stale
+
+            base = Path(env.get("TMPDIR") or tempfile.gettempdir())
+            sweep_stale(base)  # what killed daemons and launchers left on this node
+            prefix = daemon_dir_prefix(self._jobid or "job")
+            self._session = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+        return self._session
+
+    def _do_spawn(self, message: dict[str, Any]) -> None:
+        rank, argv, cwd = message["rank"], message["argv"], message["cwd"]
+        env = dict(os.environ)
+        env.update(message["env"])
+        self._jobid = self._jobid or env.get("OMPY_JOBID")
+        if "OMPY_SERVER" in env:  # the ranks reach the launcher's control server through us
+            try:
+                relay = self._control_relay(env)
+            except (RelayError, ValueError) as error:
+                text = f"cannot start rank {rank} on {self.host}: {error}"
+                self._send({"op": protocol.FAILED, "rank": rank, "message": text, "code": 1})
+                return
+            env["OMPY_SERVER"] = "{}:{}".format(*relay.address)
+        if "OMPY_SESSION_DIR" in env:
+            env["OMPY_SESSION_DIR"] = str(self._session_dir(message["env"]))
+        try:
+            popen = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.PIPE if message["stdin"] else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
+            )
+        except OSError as error:
+            text, code = spawn_error(rank, self.host, argv, cwd, error)
+            self._send({"op": protocol.FAILED, "rank": rank, "message": text, "code": code})
+            return
+        try:
+            pidfd: int | None = os.pidfd_open(popen.pid)
+        except OSError:
+            pidfd = None
+        assert popen.stdout is not None and popen.stderr is not None
+        streams = {popen.stdout.fileno(): popen.stdout, popen.stderr.fileno(): popen.stderr}
+        outputs = {popen.stdout.fileno(): 1, popen.stderr.fileno(): 2}
+        stdin_fd = popen.stdin.fileno() if popen.stdin is not None else None
+        record = _Rank(rank, popen, pidfd, outputs, streams, stdin_fd)
+        self._ranks[rank] = record
+        for fd in outputs:
+            os.set_blocking(fd, False)
+            self._by_fd[fd] = record
+            self._loop.add_reader(fd, self._on_output)
+        if pidfd is not None:
+            self._by_fd[pidfd] = record
+            self._loop.add_reader(pidfd, self._on_rank_exit)
+        else:
+            self._loop.call_later(0.05, lambda: self._poll(record))
+        self._send({"op": protocol.STARTED, "rank": rank, "pid": popen.pid})
+
+    def _on_stdin_data(self, record: _Rank, data: bytes) -> None:
+        if record.stdin_fd is None:
+            return
+        if not data:
+            assert record.popen.stdin is not None
+            with contextlib.suppress(OSError):
+                record.popen.stdin.close()
+            record.stdin_fd = None
+            return
+        try:
+            os.write(record.stdin_fd, data)  # blocking: the rank reads what it was sent
+        except OSError:
+            record.stdin_fd = None  # the rank stopped reading (closed stdin or exited)
+
+    def _control_relay(self, env: dict[str, str]) -> ControlRelay:
+        if self._relay is None:
+            port = int(env["OMPY_SERVER"].rpartition(":")[2])
+            self._relay = ControlRelay(
+                self._loop,
+                node=self.info.tree.node,
+                jobid=env["OMPY_JOBID"],
+                secret=bytes.fromhex(env["OMPY_SECRET"]),
+                upstream=(self._launcher_host, port),
+                local_size=int(env["OMPY_LOCAL_SIZE"]),
+                on_lost=self._lost,
+            )
+        return self._relay
+
+    def _do_stdin(self, message: dict[str, Any]) -> None:
+        record = self._ranks.get(message["rank"])
+        if record is not None:
+            self._on_stdin_data(record, message["data"])
+
+    def _do_signal(self, message: dict[str, Any]) -> None:
+        record = self._ranks.get(message["rank"])
+        if record is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(record.popen.pid, message["signum"])
+
+    def _do_exit(self, message: dict[str, Any]) -> None:
+        self._finish("the launcher ended the job", 0)
+
+    # -- the ranks ----------------------------------------------------------------------------
+
+    def _on_output(self, fd: int) -> None:
+        record = self._by_fd[fd]
+        try:
+            data = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        self._send(
+            {"op": protocol.OUTPUT, "rank": record.rank, "fd": record.outputs[fd], "data": data}
+        )
+        if not data:
+            self._loop.remove_reader(fd)
+            del self._by_fd[fd]
+            del record.outputs[fd]
+            record.streams.pop(fd).close()
+
+    def _on_rank_exit(self, fd: int) -> None:
+        record = self._by_fd.get(fd)
+        if record is not None:
+            self._poll(record)
+
+    def _poll(self, record: _Rank) -> None:
+        status = record.popen.poll()
+        if status is None:
+            if record.pidfd is None:
+                self._loop.call_later(0.05, lambda: self._poll(record))
+            return
+        if record.status is not None:
+            return
+        record.status = status
+        if record.pidfd is not None:
+            self._loop.remove_reader(record.pidfd)
+            self._by_fd.pop(record.pidfd, None)
+            os.close(record.pidfd)
+            record.pidfd = None
+        self._send({"op": protocol.EXITED, "rank": record.rank, "status": status})
+
+    # -- the daemons this one starts ----------------------------------------------------------
+
+    def _start_children(self) -> None:
+        for tree in self.info.tree.children:
+            child_info = self.info.for_child(tree, self._launcher_host)
+            try:
+                process = agent.start_daemon(child_info, tree.name)
+            except OSError as error:
+                self._send_lost_child(
+                    tree, f"cannot start the remote shell to {tree.name}: {error}"
+                )
+                continue
+            pidfd = os.pidfd_open(process.pid)
+            self._children[pidfd] = _Child(tree, process, pidfd)
+            self._loop.add_reader(pidfd, self._on_child_exit)
+
+    def _on_child_exit(self, fd: int) -> None:
+        child = self._children.pop(fd)
+        self._loop.remove_reader(fd)
+        os.close(fd)
+        child.process.wait()
+        self._send_lost_child(child.tree, agent.describe_failure(child.process, child.tree.name))
+
+    def _send_lost_child(self, tree: protocol.NodeTree, message: str) -> None:
+        self._send({"op": protocol.LOST_CHILD, "node": tree.node, "message": message})
+
+    # -- signals and the end ------------------------------------------------------------------
+
+    def _record_signal(self, signum: int, _frame: Any) -> None:
+        self._signals.append(signum)
+
+    def _handle_signals(self) -> None:
+        if self._signals:
+            name = signal.Signals(self._signals[0]).name
+            self._finish(f"received {name}; its ranks were killed", 128 + self._signals[0])
+
+    def _shut_down(self) -> None:
+        """Kill and reap every rank, flush to the launcher, end the children, clean up."""
+        for record in self._ranks.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(record.popen.pid, signal.SIGKILL)
+        for record in self._ranks.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                record.popen.wait(timeout=5)
+            if record.status is None and record.popen.returncode is not None:
+                record.status = record.popen.returncode
+                self._send({"op": protocol.EXITED, "rank": record.rank, "status": record.status})
+            for stream in (record.popen.stdin, record.popen.stdout, record.popen.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            if record.pidfd is not None:
+                os.close(record.pidfd)
+                record.pidfd = None
+        if self._relay is not None:
+            self._relay.close()
+        self._end_children()
+        if self._sock is not None:
+            self._sock.setblocking(True)
+            with contextlib.suppress(OSError):
+                self._sock.settimeout(5)
+                self._sock.sendall(self._outbox)
+            self._sock.close()
+            self._sock = None
+        if self._session is not None:
+            shutil.rmtree(self._session, ignore_errors=True)
+        if self._jobid is not None:
+            from ompy.orte.launcher.session import SHM_DIR, shm_prefix
+
+            for segment in SHM_DIR.glob(shm_prefix(self._jobid) + "*"):
+                with contextlib.suppress(OSError):
+                    segment.unlink()
+
+    def _end_children(self) -> None:
+        children = list(self._children.values())
+        self._children.clear()
+        for child in children:  # their stdin's end-of-file tells them to stop
+            with contextlib.suppress(OSError):
+                assert child.process.stdin is not None
+                child.process.stdin.close()
+        deadline = time.monotonic() + CHILD_GRACE
+        for child in children:
+            try:
+                child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.process.pid, signal.SIGKILL)
+                child.process.wait()
+            os.close(child.pidfd)
