@@ -1,46 +1,30 @@
 """The ``ssh`` plm module: one ``ompy daemon`` per node, started through a remote shell.
 
-* :meth:`SshPlmModule.prepare` (before the launcher's remaining set-up, so the remote shells
-  start meanwhile) starts the daemon server and the daemons of every node of the allocation:
-  this host's directly, the others through ``plm_ssh_agent``, the launcher itself starting at
-  most ``plm_ssh_tree_fanout`` of them and each daemon the next level
-  (:mod:`ompy.orte.daemon.tree`).
-  The launch record, with a fresh launch secret, goes to each daemon's standard input.
-* :meth:`SshPlmModule.spawn` waits until the rank's node has reported in, asks its daemon to
-  start the rank and waits for the answer: a started rank, or the reason it could not start
-  (program not found: 127, ...).  Ranks on other hosts get the ``OMPY_`` variables and what
-  the user forwarded (``-x``, ``--mca``); ranks on this host the launcher's whole environment.
-* A lost daemon (its connection or remote shell ended, or its parent reported it gone) ends
-  its ranks' lives as far as the launcher is concerned, and the job ends naming its host.
-* :meth:`SshPlmModule.finish` tells every daemon to exit and waits for the remote shells.
+Everything but the starting of the daemons is the plm base's daemon module
+(:class:`~ompy.orte.mca.plm.base.daemon_module.DaemonPlmModule`: the daemon server, spawning
+ranks through the daemons, lost daemons, the end of the job).  Here, in
+:meth:`SshPlmModule.start_daemons`: this host's daemon is started directly, the others through
+``plm_ssh_agent``, the launcher itself starting at most ``plm_ssh_tree_fanout`` of them and each
+daemon the next level (:mod:`ompy.orte.daemon.tree`).  The launch record, with a fresh launch
+secret, goes to each daemon's standard input.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 import shlex
 import shutil
-import subprocess
-import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import attrs
 
 from ompy.orte.daemon import agent
-from ompy.orte.daemon.protocol import EXIT, SIGNAL, SPAWN, LaunchInfo, NodeTree
+from ompy.orte.daemon.protocol import LaunchInfo, NodeTree
 from ompy.orte.daemon.tree import daemon_tree
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.hosts import is_local_host
-from ompy.orte.launcher.job import Node, Placement
-from ompy.orte.mca.plm import PlmModule, RankProcess, Stdio
-
-from .daemons import Daemon, DaemonServer, SpawnAnswer
-from .remote import RemoteRank, Sink
-
-#: How long :meth:`SshPlmModule.finish` waits for the daemons to exit before killing them.
-EXIT_WAIT = 10.0
+from ompy.orte.launcher.job import Node
+from ompy.orte.mca.plm.base.daemon_module import DaemonPlmModule, RecordMaker
+from ompy.orte.mca.plm.base.daemons import Daemon
 
 
 @attrs.frozen
@@ -54,18 +38,12 @@ class SshSettings:
     connect_timeout: float
 
 
-class SshPlmModule(PlmModule):
+class SshPlmModule(DaemonPlmModule):
     """The plm module of the ``ssh`` component (see the module documentation)."""
 
     def __init__(self, settings: SshSettings) -> None:
+        super().__init__(settings.agent, settings.python, settings.connect_timeout)
         self.settings = settings
-        self._nodes: tuple[Node, ...] = ()
-        self._exported: dict[str, str] = {}
-        self._server: DaemonServer | None = None
-        self._daemons: dict[int, Daemon] = {}
-        self._by_name: dict[str, Daemon] = {}
-
-    # -- before launch ------------------------------------------------------------------------
 
     def check_nodes(self, nodes: Sequence[Node]) -> None:
         if not self.settings.agent:
@@ -76,177 +54,25 @@ class SshPlmModule(PlmModule):
                 f"cannot start daemons on other hosts: the remote shell '{program}' "
                 f"(plm_ssh_agent) was not found on PATH"
             )
-        self._nodes = tuple(nodes)
+        super().check_nodes(nodes)
 
-    def forward_environment(self, exported: Mapping[str, str]) -> None:
-        self._exported = dict(exported)
-
-    def control_host(self) -> str:
-        return "0.0.0.0"
-
-    def prepare(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
-        if self._server is not None:
-            return
-        secret = secrets.token_bytes(32)
-        launch_id = secrets.token_hex(8)
-        for index, node in enumerate(self._nodes):
-            if node.name not in self._by_name:
-                daemon = Daemon(index, node.name)
-                self._daemons[index] = daemon
-                self._by_name[node.name] = daemon
-        server = DaemonServer(secret, launch_id, self._daemons)
-        server.start()
-        self._server = server
-        unique = list(self._by_name.values())
-        local = [d for d in unique if is_local_host(d.name)]
-        remote = [(d.node, d.name) for d in unique if not is_local_host(d.name)]
-
-        def info(tree: NodeTree, host: str) -> LaunchInfo:
-            return LaunchInfo(
-                launch_id,
-                secret,
-                host,
-                server.port,
-                tree,
-                self.settings.agent,
-                self.settings.python,
-            )
-
+    def start_daemons(self, daemons: list[Daemon], record: RecordMaker) -> None:
+        local = [d for d in daemons if is_local_host(d.name)]
+        remote = [(d.node, d.name) for d in daemons if not is_local_host(d.name)]
+        by_node = {d.node: d for d in daemons}
         for daemon in local:
-            self._start(daemon, info(NodeTree(daemon.node, daemon.name), "127.0.0.1"), None)
+            self._start(daemon, record(NodeTree(daemon.node, daemon.name), "127.0.0.1"), None)
         for tree in daemon_tree(remote, self.settings.fanout):
-            daemon = self._daemons[tree.node]
-            self._start(daemon, info(tree, self.settings.launcher_host), daemon.name)
+            daemon = by_node[tree.node]
+            self._start(daemon, record(tree, self.settings.launcher_host), daemon.name)
 
     def _start(self, daemon: Daemon, info: LaunchInfo, host: str | None) -> None:
-        assert self._server is not None
         try:
-            daemon.process = agent.start_daemon(info, host)
+            process = agent.start_daemon(info, host)
         except OSError as error:
             daemon.lost = f"its process could not be started: {error}"
             return
-        self._server.watch(daemon)
-
-    # -- launch -------------------------------------------------------------------------------
-
-    def spawn(
-        self,
-        placement: Placement,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        cwd: Path,
-        stdio: Stdio,
-    ) -> RankProcess:
-        server = self._server
-        assert server is not None, "prepare() starts the daemons before the first spawn"
-        rank = placement.rank
-        daemon = self._by_name[placement.node.name]
-        self._wait_connected(daemon, rank)
-        if is_local_host(daemon.name):
-            rank_env = dict(env)
-        else:
-            rank_env = {k: v for k, v in env.items() if k.startswith("OMPY_")}
-            rank_env.update(self._exported)
-        forward_stdin = stdio.stdin is None
-        sinks = {
-            fd: Sink(self._sink_fd(target))
-            for fd, target in ((1, stdio.stdout), (2, stdio.stderr))
-            if target != subprocess.DEVNULL
-        }
-
-        def send_signal(signum: int) -> None:
-            server.send(daemon, {"op": SIGNAL, "rank": rank, "signum": signum})
-
-        # Known to the server before the daemon hears of it: its output and exit may arrive
-        # before the answer to ``spawn`` is read here.
-        remote = RemoteRank(rank, 0, send_signal, sinks)
-        server.call(lambda: daemon.ranks.__setitem__(rank, remote))
-        server.send(
-            daemon,
-            {
-                "op": SPAWN,
-                "rank": rank,
-                "argv": list(argv),
-                "env": rank_env,
-                "cwd": str(cwd),
-                "stdin": forward_stdin,
-            },
-        )
-        answer = self._wait_answer(daemon, rank)
-        if answer.pid is None:
-            server.call(lambda: self._forget(daemon, remote))
-            raise LaunchError(answer.message or f"cannot start rank {rank}", answer.code)
-        remote.pid = answer.pid
-        if forward_stdin:
-            server.forward_stdin(remote, daemon)
-        return remote
-
-    @staticmethod
-    def _forget(daemon: Daemon, remote: RemoteRank) -> None:
-        """A rank that did not start (in the server thread)."""
-        daemon.ranks.pop(remote.rank, None)
-        remote.release()
-        for sink in remote.sinks.values():
-            sink.close()
-
-    @staticmethod
-    def _sink_fd(target: int | None) -> int:
-        fd = os.dup(1 if target is None else target)
-        if target is not None:
-            os.set_blocking(fd, False)  # the pipe is the iof's alone; never block the server
-        return fd
-
-    def _wait_connected(self, daemon: Daemon, rank: int) -> None:
-        assert self._server is not None
-        deadline = time.monotonic() + self.settings.connect_timeout
-        with self._server.cond:
-            while not daemon.connected and daemon.lost is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise LaunchError(
-                        f"cannot start rank {rank} on {daemon.name}: its ompy daemon did not "
-                        f"report in within {self.settings.connect_timeout:g} s "
-                        f"(plm_ssh_connect_timeout)"
-                    )
-                self._server.cond.wait(min(left, 0.5))
-        if daemon.lost is not None:
-            raise LaunchError(f"cannot start rank {rank} on {daemon.name}: {daemon.lost}")
-
-    def _wait_answer(self, daemon: Daemon, rank: int) -> SpawnAnswer:
-        assert self._server is not None
-        with self._server.cond:
-            while rank not in daemon.answers and daemon.lost is None:
-                self._server.cond.wait(0.5)
-            if rank in daemon.answers:
-                return daemon.answers.pop(rank)
-        return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {daemon.lost}", 1)
-
-    # -- after the job ------------------------------------------------------------------------
-
-    def finish(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
-        for daemon in self._daemons.values():
-            daemon.exiting = True
-            server.send(daemon, {"op": EXIT})
-        deadline = time.monotonic() + EXIT_WAIT
-        for daemon in self._daemons.values():
-            if daemon.process is None:
-                continue
-            try:
-                daemon.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                daemon.process.kill()
-                daemon.process.wait()
-            for stream in (daemon.process.stdin, daemon.process.stderr):
-                if stream is not None:
-                    stream.close()
-        server.stop()
-        for daemon in self._daemons.values():
-            for remote in daemon.ranks.values():
-                for sink in remote.sinks.values():
-                    sink.close()
+        self.watch(daemon, process)
 
 
 def agent_words(text: str) -> tuple[str, ...]:

@@ -88,7 +88,7 @@ class DaemonServer:
         self._stdin_fd: int | None = None
         self._stdin_rank: RemoteRank | None = None
         self._stopping = False
-        self._thread = InternalThread(target=self._serve, name="ompy-plm-ssh", daemon=True)
+        self._thread = InternalThread(target=self._serve, name="ompy-plm-daemons", daemon=True)
 
     @property
     def port(self) -> int:
