@@ -1,0 +1,171 @@
+"""The ssh plm module against a real ``ompy daemon`` on this host (no ssh needed).
+
+A node that is this host gets its daemon started directly, through the same launch record,
+connection, handshake and messages as a remote one; so spawning, output, exits, signals and
+errors are tested here without root or sshd (the multi-host tests are in
+``integration/multihost``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ompy.mca.plm.ssh.component import SshPlmComponent
+from ompy.mca.plm.ssh.launcher import SshPlmModule, SshSettings, agent_words
+from ompy.opal.mca.params import Registry
+from ompy.orte.launcher.errors import LaunchError
+from ompy.orte.launcher.job import Node, Placement
+from ompy.orte.mca.plm import Stdio
+
+pytestmark = pytest.mark.timeout(60)
+MARKER = "OMPY_PLM_SSH_TEST"
+LOCAL = Node("localhost", 4)
+
+
+def marked(token: str) -> list[int]:
+    needle = f"{MARKER}={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+            except OSError:
+                continue
+            if needle in environ.split(b"\0"):
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def plm(tmp_path):
+    """A prepared module with a daemon for this host; afterwards nothing of it may remain."""
+    token = secrets.token_hex(4)
+    env = {**os.environ, MARKER: token, "TMPDIR": str(tmp_path)}
+    os.environ[MARKER] = token  # the daemon inherits the launcher's environment
+    module = SshPlmModule(SshSettings(("ssh",), sys.executable, 4, "", 20.0))
+    module.check_nodes([LOCAL])
+    module.forward_environment({})
+    module.prepare([], env, tmp_path)
+    module.env = env  # type: ignore[attr-defined]
+    yield module
+    module.finish()
+    del os.environ[MARKER]
+    deadline = time.monotonic() + 10
+    while marked(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not marked(token), "processes of the test survived it"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("ompy-daemon-")]
+
+
+def start(plm, rank: int, argv: list[str]):
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    placement = Placement(rank, LOCAL, 0, rank, 4, False)
+    stdio = Stdio(subprocess.DEVNULL, out_w, err_w)
+    try:
+        process = plm.spawn(placement, argv, plm.env, Path.cwd(), stdio)
+    finally:
+        os.close(out_w)  # as the iof module does once the rank started
+        os.close(err_w)
+    return process, out_r, err_r
+
+
+def wait_exit(process, timeout: float = 10) -> int:
+    readable, _, _ = select.select([process.exit_fd()], [], [], timeout)
+    assert readable, "no exit reported"
+    status = process.poll()
+    assert status is not None
+    return status
+
+
+def read_all(fd: int) -> bytes:
+    data = b""
+    while chunk := os.read(fd, 65536):
+        data += chunk
+    os.close(fd)
+    return data
+
+
+def test_a_rank_runs_with_its_output_and_exit_status(plm):
+    process, out, err = start(plm, 0, ["sh", "-c", "echo out $OMPY_T; echo err >&2; exit 3"])
+    assert process.pid > 0
+    assert wait_exit(process) == 3
+    assert read_all(out) == b"out\n" and read_all(err) == b"err\n"
+    assert process.starter_failure() is None
+    process.release()
+
+
+def test_large_output_is_forwarded_whole_while_other_ranks_start(plm):
+    big = "import sys; sys.stdout.write('x' * 3_000_000)"
+    first, out, err = start(plm, 0, [sys.executable, "-c", big])
+    second, out2, err2 = start(plm, 1, ["true"])  # the pipe of rank 0 is full meanwhile
+    assert len(read_all(out)) == 3_000_000
+    assert wait_exit(first) == 0 and wait_exit(second) == 0
+    for fd in (err, out2, err2):
+        read_all(fd)
+
+
+def test_signals_reach_the_rank_and_its_children(plm):
+    process, out, err = start(plm, 0, ["sh", "-c", "sleep 30 & wait"])
+    time.sleep(0.3)
+    process.signal(signal.SIGTERM)
+    assert wait_exit(process) == -signal.SIGTERM
+    read_all(out), read_all(err)
+
+
+def test_a_program_that_does_not_exist_is_127_naming_rank_and_host(plm):
+    with pytest.raises(LaunchError, match=r"cannot start rank 2 on .*'/no/such/prog' was not "):
+        start(plm, 2, ["/no/such/prog"])
+    try:
+        start(plm, 2, ["/no/such/prog"])
+    except LaunchError as error:
+        assert error.exit_code == 127
+
+
+def test_a_killed_daemon_is_a_starter_failure_of_its_ranks(plm):
+    process, out, err = start(plm, 0, ["sleep", "30"])
+    daemon = plm._by_name["localhost"]
+    assert daemon.process is not None
+    daemon.process.kill()
+    assert wait_exit(process) == -signal.SIGKILL
+    failure = process.starter_failure()
+    assert failure is not None and "the ompy daemon on localhost was lost" in failure.message
+    read_all(out), read_all(err)
+
+
+def test_the_component_offers_only_when_another_host_is_named():
+    environ = {
+        "OMPY_MCA_plm_ssh_agent": "ssh -F /cfg",
+        "OMPY_MCA_plm_ssh_tree_fanout": "3",
+    }
+    component = SshPlmComponent(Registry(environ=environ, files=[]))
+    component.register_params()
+    assert component.query([LOCAL, Node("127.0.0.1", 1)]) is None
+    offer = component.query([LOCAL, Node("elsewhere", 2)])
+    assert offer is not None and offer.priority == 20
+    assert offer.module.settings == SshSettings(("ssh", "-F", "/cfg"), sys.executable, 3, "", 30.0)
+
+
+def test_a_missing_remote_shell_is_named_before_launch():
+    module = SshPlmModule(SshSettings(("no-such-ssh-xyz",), sys.executable, 4, "", 1.0))
+    with pytest.raises(LaunchError, match="remote shell 'no-such-ssh-xyz'"):
+        module.check_nodes([LOCAL, Node("elsewhere", 1)])
+
+
+def test_the_agent_parameter_splits_like_a_shell():
+    assert agent_words("ssh -F '/a b/cfg' -o BatchMode=yes") == (
+        "ssh",
+        "-F",
+        "/a b/cfg",
+        "-o",
+        "BatchMode=yes",
+    )
