@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +39,64 @@ def test_ompy_run_in_sbatch_uses_the_batch_allocation(slurm_one, slurm_jobs, tmp
     assert sorted(line for line in text.splitlines() if line.startswith("rank")) == [
         f"rank {r} of 2 sum 1" for r in range(2)
     ]
+
+
+# -- across the allocation's nodes: plm slurm starts one ompy daemon per node with srun --------
+
+HERE = Path(__file__).parent
+INTEGRATION = HERE.parents[1]
+
+
+def reports(stdout: str) -> dict[int, dict]:
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            report = json.loads(line)
+            found[report["rank"]] = report
+    return found
+
+
+def salloc(nodes: int, per_node: int, *command: str) -> list[str]:
+    return ["salloc", "--immediate=20", f"-N{nodes}", f"--ntasks-per-node={per_node}", *command]
+
+
+def test_ompy_run_in_salloc_starts_ranks_on_every_node_through_daemons(slurm_three, slurm_jobs):
+    program = [sys.executable, str(HERE / "programs" / "where.py")]
+    verbose = ["--mca", "plm_base_verbose", "10"]
+    result = slurm_jobs(slurm_three).run(salloc(3, 2, OMPY, "run", *verbose, *program))
+    assert result.returncode == 0, result.stderr
+    assert "plm: selected slurm" in result.stderr
+    found = reports(result.stdout)
+    assert sorted(found) == list(range(6)), result.stdout
+    for rank, report in found.items():
+        assert not report["direct"]
+        assert report["node"] == report["slurm_node"], report  # forked by that node's daemon
+        assert report["left"] == (rank - 1) % 6 and report["total"] == 15
+    assert sorted(r["node"] for r in found.values()) == ["n1", "n1", "n2", "n2", "n3", "n3"]
+
+
+def test_the_suites_run_across_three_nodes_of_an_allocation(slurm_three, slurm_jobs, tmp_path):
+    schedules = tmp_path / "schedules.json"
+    schedules.write_text(json.dumps([[[0, 5, 1, 70_000], [5, 0, 2, 100], [2, 3, 0, 4090]]]))
+    p2p = [
+        sys.executable,
+        str(INTEGRATION / "p2p/programs/p2p_suite.py"),
+        str(schedules),
+        "1048576",
+    ]
+    coll = [sys.executable, str(INTEGRATION / "coll/programs/coll_suite.py")]
+    jobs = slurm_jobs(slurm_three)
+    for program in (p2p, coll):
+        result = jobs.run(
+            salloc(3, 2, OMPY, "run", *program), env={"P2P_SUITE_NODE_SIZE": "2"}, timeout=240
+        )
+        assert result.returncode == 0, result.stderr
+        found = reports(result.stdout)
+        assert sorted(found) == list(range(6)), result.stdout
+
+
+def test_an_abort_across_nodes_ends_the_job_and_every_daemon(slurm_three, slurm_jobs):
+    program = [sys.executable, str(HERE / "programs" / "leave_early.py"), "abort"]
+    result = slurm_jobs(slurm_three).run(salloc(3, 1, OMPY, "run", *program), timeout=120)
+    assert result.returncode == 7, result.stderr
+    assert sorted(result.stdout.split("\n")[:-1]) == [f"rank {r} up" for r in range(3)]
