@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +104,62 @@ def test_an_abort_across_nodes_ends_the_job_and_every_daemon(slurm_three, slurm_
     result = slurm_jobs(slurm_three).run(salloc(3, 1, OMPY, "run", *program), timeout=120)
     assert result.returncode == 7, result.stderr
     assert sorted(result.stdout.split("\n")[:-1]) == [f"rank {r} up" for r in range(3)]
+
+
+def daemon_pids(marker: str) -> list[int]:
+    """The plm slurm daemons of the test (they carry its marker)."""
+    from integration.conftest import marked_pids
+
+    found = []
+    for pid in marked_pids(marker):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        # python -m ompy.mca.plm.slurm.node_daemon, not srun (whose argv ends the same way)
+        if cmdline[-3:-1] == [b"-m", b"ompy.mca.plm.slurm.node_daemon"] and not cmdline[0].endswith(
+            b"srun"
+        ):
+            found.append(pid)
+    return found
+
+
+def test_a_killed_daemon_ends_the_job_naming_its_node(slurm_three, slurm_jobs):
+    jobs = slurm_jobs(slurm_three)
+    program = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"]
+    process = subprocess.Popen(
+        salloc(3, 1, OMPY, "run", *program),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=jobs.env(),
+    )
+    jobs.launcher.launcher_pids.append(process.pid)
+    try:
+        deadline = time.monotonic() + 60
+        while len(daemon_pids(jobs.launcher.marker)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        daemons = daemon_pids(jobs.launcher.marker)
+        assert len(daemons) == 3, "the three daemons did not start"
+        time.sleep(2)  # let the ranks start
+        victim = daemons[1]
+        node = Path(f"/proc/{victim}/environ").read_bytes().split(b"SLURMD_NODENAME=")[1]
+        node_name = node.split(b"\0")[0].decode()
+        os.kill(victim, signal.SIGKILL)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            slurm_three.client("scancel", "--user=root")
+            process.kill()
+            process.communicate()
+    assert process.returncode != 0
+    assert node_name in err and "daemon" in err, err
+    # A daemon killed outright cannot remove its directory: the next daemon or launcher on
+    # that node sweeps it (its owner is gone).
+    from ompy.orte.launcher.session import sweep_stale
+
+    deadline = time.monotonic() + 20
+    while daemon_pids(jobs.launcher.marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    swept = sweep_stale(jobs.launcher.tmpdir)
+    assert all(path.name.startswith("ompy-daemon-") for path in swept), swept
