@@ -6,7 +6,10 @@
 * one node, named after this machine;
 * ``nodes=K`` with K > 1: K slurmd daemons on this machine (Slurm's "multiple slurmd" mode),
   nodes ``n1..nK`` on their own ports.  They share the machine's host name and addresses, so
-  each is a separate node only for Slurm and for ompy (which tells nodes apart by node id).
+  each is a separate node only for Slurm and for ompy (which tells nodes apart by node id);
+* ``hosts=[...]``: one node per network-namespace host of ``integration/multihost/netns.py``
+  (``h1..hN``, each slurmd with the host's name and address, slurmctld on the first).  Slurm's
+  clients must then run on a host too: :meth:`SlurmCluster.on_host` makes their argv.
 
 Every daemon gets :data:`TAG_VAR` in its environment; slurmstepd and the tasks it starts
 inherit it, so :meth:`SlurmCluster.stop` finds whatever the cluster started, even after a
@@ -27,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -126,6 +130,8 @@ class SlurmCluster:
 
     nodes: int = 1
     cpus: int = 8
+    #: Network-namespace hosts (``netns.Host``) to run one node on each, or None.
+    hosts: Sequence[Any] | None = None
     state: Path = attrs.field(factory=lambda: Path(tempfile.mkdtemp(prefix="ompy-slurm-")))
     node_names: list[str] = attrs.field(factory=list)
     started: bool = False
@@ -145,10 +151,19 @@ class SlurmCluster:
         env.update(extra or {})
         return env
 
+    def on_host(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` as a Slurm client must run: on the first host in namespace mode."""
+        return list(argv) if self.hosts is None else self.hosts[0].command(argv)
+
     def client(self, *args: str, timeout: float = 30) -> str:
         """Run a Slurm client command and return its stdout (raising on failure)."""
         done = subprocess.run(
-            args, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
+            self.on_host(args),
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): {done.stderr}")
@@ -162,7 +177,13 @@ class SlurmCluster:
             raise SlurmUnavailableError("a private Slurm cluster needs root")
         ensure_installed()
         host = socket.gethostname().split(".")[0]
-        self.node_names = [host] if self.nodes == 1 else [f"n{i}" for i in range(1, self.nodes + 1)]
+        if self.hosts is not None:
+            self.nodes = len(self.hosts)
+            self.node_names = [h.name for h in self.hosts]
+        elif self.nodes == 1:
+            self.node_names = [host]
+        else:
+            self.node_names = [f"n{i}" for i in range(1, self.nodes + 1)]
         for sub in ("munge", "state", "log", "run", "spool", "tmp"):
             (self.state / sub).mkdir(parents=True, exist_ok=True)
         self.state.chmod(0o755)
@@ -170,14 +191,17 @@ class SlurmCluster:
         for name in self.node_names:
             (self.state / "spool" / name).mkdir(exist_ok=True)
             (self.state / "tmp" / name).mkdir(exist_ok=True)
-        ctld_port, *node_ports = free_ports(1 + self.nodes)
+        if self.hosts is not None:  # each host has its own ports
+            ctld_port, *node_ports = [6817] + [6818] * self.nodes
+        else:
+            ctld_port, *node_ports = free_ports(1 + self.nodes)
         self._write_config(host, ctld_port, node_ports)
         self.started = True
         try:
             self._start_munge()
-            self._daemon("slurmctld", "slurmctld", "-c", "-f", str(self.conf))
-            for name in self.node_names:
-                self._daemon(f"slurmd-{name}", "slurmd", "-f", str(self.conf), "-N", name)
+            self._daemon("slurmctld", 0, "slurmctld", "-c", "-f", str(self.conf))
+            for index, name in enumerate(self.node_names):
+                self._daemon(f"slurmd-{name}", index, "slurmd", "-f", str(self.conf), "-N", name)
             self._wait_idle(timeout)
         except BaseException:
             self.stop()
@@ -191,7 +215,7 @@ class SlurmCluster:
             return
         with contextlib.suppress(Exception):
             subprocess.run(
-                ["scancel", "--quiet", "--full", "--user=root"],
+                self.on_host(["scancel", "--quiet", "--full", "--user=root"]),
                 env=self.env(),
                 capture_output=True,
                 timeout=10,
@@ -234,7 +258,7 @@ class SlurmCluster:
         lines = [
             "# a private test cluster written by ompy's integration fixture",
             f"ClusterName=ompy{secrets.token_hex(3)}",
-            f"SlurmctldHost={host}(127.0.0.1)",
+            f"SlurmctldHost={self._ctld_host(host)}",
             f"SlurmctldPort={ctld_port}",
             "SlurmUser=root",
             "SlurmdUser=root",
@@ -267,11 +291,12 @@ class SlurmCluster:
             "KillWait=3",
             "MinJobAge=5",
         ]
-        for name, port in zip(self.node_names, node_ports, strict=True):
-            lines.append(
-                f"NodeName={name} NodeAddr=127.0.0.1 NodeHostname={host} Port={port} "
-                f"CPUs={self.cpus} State=UNKNOWN"
-            )
+        for index, (name, port) in enumerate(zip(self.node_names, node_ports, strict=True)):
+            if self.hosts is not None:
+                where = f"NodeAddr={self.hosts[index].address(0)}"
+            else:
+                where = f"NodeAddr=127.0.0.1 NodeHostname={host}"
+            lines.append(f"NodeName={name} {where} Port={port} CPUs={self.cpus} State=UNKNOWN")
         lines.append(
             f"PartitionName=test Nodes={','.join(self.node_names)} Default=YES "
             "MaxTime=INFINITE State=UP OverSubscribe=YES"
@@ -279,6 +304,11 @@ class SlurmCluster:
         self.conf.write_text("\n".join(lines) + "\n")
         (s / "plugstack.conf").write_text("")
         (s / "cgroup.conf").write_text("CgroupPlugin=autodetect\nIgnoreSystemdOnFailure=yes\n")
+
+    def _ctld_host(self, host: str) -> str:
+        if self.hosts is not None:
+            return f"{self.hosts[0].name}({self.hosts[0].address(0)})"
+        return f"{host}(127.0.0.1)"
 
     def _tagged_env(self) -> dict[str, str]:
         env = self.env()
@@ -300,8 +330,12 @@ class SlurmCluster:
             f"--seed-file={munge}/seed",
         )
 
-    def _daemon(self, name: str, *command: str) -> None:
-        self._spawn(name, *command)
+    def _daemon(self, name: str, host: int, *command: str) -> None:
+        """Start a Slurm daemon, on host number ``host`` in namespace mode."""
+        if self.hosts is not None:
+            self._spawn(name, *self.hosts[host].command(command))
+        else:
+            self._spawn(name, *command)
 
     def _spawn(self, name: str, *command: str) -> None:
         """Run a daemon that forks into the background itself; fail with its output if not."""

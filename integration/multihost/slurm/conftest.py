@@ -67,7 +67,7 @@ class SlurmJobs:
     ) -> subprocess.CompletedProcess[str]:
         """Run a client command to completion (failing the test after ``timeout`` seconds)."""
         process = subprocess.Popen(
-            list(args),
+            self.cluster.on_host(args),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
