@@ -14,6 +14,11 @@ order until one is missing (one failed lookup), merges them, and remembers how f
 After each fence, anything may have been committed since, so the first read of a rank in a
 new fence epoch looks for further commits before answering; answers are then served from the
 merged copy.  A key never committed raises :class:`~ompy.orte.control.ModexKeyError`.
+
+PMI carries one request at a time: a ``get`` that must ask the server while this rank waits
+in a fence (MPI runs its last fences beside the progress engine) waits for that fence.  The
+transports read every peer's card when they add the procs, right after the start-up fence, so
+no lookup of theirs falls into a later fence.
 """
 
 from __future__ import annotations
