@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ompy.orte.hostlist import HostlistError, expand_counts, expand_hostlist
@@ -60,6 +60,7 @@ _prefix = st.text(alphabet="abcxyz-", min_size=1, max_size=4)
 _range = st.tuples(st.integers(0, 120), st.integers(0, 5), st.integers(1, 3))
 
 
+@settings(deadline=None)  # a busy machine must not fail a pure function
 @given(st.lists(st.tuples(_prefix, st.lists(_range, min_size=1, max_size=3)), min_size=1))
 def test_any_compact_list_expands_to_the_names_it_stands_for(entries):
     parts, expected = [], []
@@ -96,6 +97,7 @@ def test_malformed_count_lists_name_the_problem(text, problem):
         expand_counts(text)
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 64), st.integers(1, 5)), min_size=1, max_size=20))
 def test_any_run_length_encoding_expands_to_its_runs(runs):
     text = ",".join(f"{count}(x{times})" if times > 1 else str(count) for count, times in runs)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -50,6 +50,7 @@ def each_rank(size, work):
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), _text))
 def test_a_pmi2_record_carries_any_text_including_semicolons(fields):
     fields.pop("cmd", None)
@@ -140,6 +141,7 @@ def test_values_longer_than_the_server_takes_are_refused():
 # -- modex over PMI ----------------------------------------------------------------------------
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.text(max_size=8), st.binary(max_size=300)), st.integers(20, 200))
 def test_a_commit_survives_being_cut_into_pieces(data, limit):
     pieces = encode_blob(data, limit)
