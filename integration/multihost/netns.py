@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -32,6 +33,8 @@ from pathlib import Path
 import attrs
 
 NETWORK = "10.77"
+#: Namespace names of a cluster: ``ompy-<pid of its creator>r<random>-h<i>`` (and ``-sw``).
+NAME = re.compile(r"^ompy-(\d+)r[0-9a-f]{4}-(h\d+|sw)$")
 RUN_NETNS = Path("/run/netns")
 ETC_NETNS = Path("/etc/netns")
 
@@ -93,6 +96,22 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def sweep_stale() -> list[str]:
+    """Remove the namespaces of clusters whose creating process is gone (a killed test run):
+    end what still runs in them, delete them and their ``/etc/netns`` files."""
+    removed = []
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    for name in (line.split()[0] for line in listing.stdout.splitlines() if line.strip()):
+        match = NAME.match(name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        end_processes(namespace_pids(name))
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+        shutil.rmtree(ETC_NETNS / name, ignore_errors=True)
+        removed.append(name)
+    return removed
 
 
 @attrs.frozen
@@ -165,7 +184,8 @@ class Cluster:
         for tool in ("ip", "unshare", "nsenter", "mount"):
             if shutil.which(tool) is None:
                 raise SetupError(f"'{tool}' is not installed")
-        tag = secrets.token_hex(3)
+        sweep_stale()
+        tag = f"{os.getpid()}r{secrets.token_hex(2)}"
         state_dir.mkdir(parents=True, exist_ok=True)
         hosts = [
             Host(i, f"h{i}", f"ompy-{tag}-h{i}", k, state_dir / "hosts")

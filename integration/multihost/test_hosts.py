@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from .netns import Cluster
+from .netns import Cluster, sweep_stale
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -101,3 +103,33 @@ def test_destroy_removes_namespaces_processes_and_files(tmp_path):
     made.destroy()
     sleeper.wait(timeout=10)
     assert made.leftovers() == []
+
+
+def test_the_namespaces_of_a_killed_run_are_swept_by_the_next(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    code = (
+        "import sys, pathlib; sys.path.insert(0, sys.argv[1]);"
+        "from integration.multihost.netns import Cluster;"
+        "c = Cluster.create(pathlib.Path(sys.argv[2]), (1,));"
+        "print(c.namespaces(), flush=True); import time; time.sleep(600)"
+    )
+    root = str(Path(__file__).parents[2])
+    creator = subprocess.Popen(
+        [sys.executable, "-c", code, root, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert creator.stdout is not None
+    names = ast.literal_eval(creator.stdout.readline())  # the creator's namespace names
+    creator.kill()
+    creator.wait()
+    listed = netns_list()
+    assert all(name in listed for name in names)
+    assert sorted(set(sweep_stale()) & set(names)) == sorted(names)
+    listed = netns_list()
+    assert not any(name in listed for name in names)
+
+
+def netns_list() -> str:
+    return subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, check=True
+    ).stdout

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,6 +24,9 @@ SIX = ["--host", "h1:2,h2:2,h3:2"]
 TCP = ["--mca", "btl", "self,tcp"]
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+#: The PML's verbose listing of the modules that reach each peer (the group is the pid).
+ENDPOINTS = re.compile(r"^\[rank \d+ pid (\d+)\] pml ob1: (.*)$", re.MULTILINE)
+ENDPOINT = re.compile(r"<BmlEndpoint to rank (\d+): ([^>]*)>")
 
 
 def reports(stdout: str) -> dict[int, dict]:
@@ -71,6 +76,7 @@ def test_identity_environment_stdin_and_output_of_remote_ranks(hosts):
     script = (
         'echo "rank $OMPY_RANK of $OMPY_SIZE on $(hostname) node $OMPY_NODE_NAME '
         "local $OMPY_LOCAL_RANK/$OMPY_LOCAL_SIZE x=$FOO mca=$OMPY_MCA_orte_abort_timeout "
+        "env-mca=$OMPY_MCA_orte_stack_timeout "
         'private=${LAUNCHER_ONLY:-unset}"; echo "err $OMPY_RANK" >&2; '
         'if [ "$OMPY_RANK" = 0 ]; then tr a-z A-Z; fi'
     )
@@ -88,15 +94,15 @@ def test_identity_environment_stdin_and_output_of_remote_ranks(hosts):
             "-c",
             script,
         ],
-        env={"LAUNCHER_ONLY": "yes"},
+        env={"LAUNCHER_ONLY": "yes", "OMPY_MCA_orte_stack_timeout": "9"},
         input="standard input\nfor rank 0\n",
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert sorted(line for line in lines if line.startswith("rank")) == [
-        "rank 0 of 3 on h2 node h2 local 0/2 x=bar mca=7 private=unset",
-        "rank 1 of 3 on h2 node h2 local 1/2 x=bar mca=7 private=unset",
-        "rank 2 of 3 on h3 node h3 local 0/1 x=bar mca=7 private=unset",
+        "rank 0 of 3 on h2 node h2 local 0/2 x=bar mca=7 env-mca=9 private=unset",
+        "rank 1 of 3 on h2 node h2 local 1/2 x=bar mca=7 env-mca=9 private=unset",
+        "rank 2 of 3 on h3 node h3 local 0/1 x=bar mca=7 env-mca=9 private=unset",
     ]
     assert "STANDARD INPUT\nFOR RANK 0" in result.stdout
     assert sorted(result.stderr.splitlines()) == ["err 0", "err 1", "err 2"]
@@ -189,3 +195,119 @@ def test_a_host_that_cannot_connect_back_is_named(netns_cluster_factory, hosts_o
     assert "cannot start rank 2 on h3: the daemon on h3 ended (status 1)" in result.stderr
     assert "cannot connect back to the launcher at 10.77.1.1:" in result.stderr
     assert "unreachable" in result.stderr
+
+
+def test_a_hostfile_names_the_hosts_and_their_slots(hosts):
+    hostfile = hosts.tmpdir.parent / "hostfile"
+    hostfile.write_text("# two hosts of the cluster\nh2 slots=2\nh3 slots=1\n")
+    result = hosts.ompy_run(
+        "h1", ["--hostfile", str(hostfile), "sh", "-c", 'echo "$OMPY_RANK $(hostname)"']
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == ["0 h2", "1 h2", "2 h3"]
+
+
+@pytest.mark.parametrize(
+    ("code", "returncode", "message"),
+    [
+        (
+            "if c.rank == 4: raise ValueError('bad value on h3')\nc.Barrier()",
+            1,
+            "rank 4 of 6 (pid {pid}, on h3) raised an uncaught exception",
+        ),
+        (
+            "if c.rank == 3: c.Abort(7)\ntime.sleep(60)",
+            7,
+            "rank 3 of 6 (pid {pid}, on h2) called abort with error code 7",
+        ),
+    ],
+    ids=["exception", "abort"],
+)
+def test_a_remote_ranks_exception_or_abort_reaches_the_launcher(hosts, code, returncode, message):
+    program = f"from ompy import MPI\nimport time\nc = MPI.COMM_WORLD\n{code}\n"
+    started = time.monotonic()
+    result = hosts.ompy_run("h1", [*SIX, sys.executable, "-c", program], timeout=60)
+    assert result.returncode == returncode, result.stderr
+    head, _, tail = message.partition("{pid}")
+    assert head in result.stderr and tail in result.stderr, result.stderr
+    if returncode == 1:
+        assert "[rank 4] ValueError: bad value on h3" in result.stderr
+    assert time.monotonic() - started < 40
+
+
+def test_default_transports_shared_memory_within_a_host_tcp_between(cluster, hosts):
+    """The launcher gives remote ranks their node identity: sm only between ranks of a host."""
+    before = cluster.cluster.nic_counters()
+    program = [sys.executable, str(PROGRAMS / "across_hosts.py")]
+    verbose = ["--mca", "pml_base_verbose", "10"]
+    result = hosts.ompy_run("h1", [*SIX, *verbose, *program], timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert sorted(reports(result.stdout)) == list(range(6))
+    routes = {}
+    for pid, listing in ENDPOINTS.findall(result.stderr):
+        routes[int(pid)] = {int(r): m for r, m in ENDPOINT.findall(listing)}
+    assert len(routes) == 6, result.stderr
+    for peers in routes.values():
+        own = next(rank for rank, modules in peers.items() if modules == "self")
+        for rank, modules in peers.items():
+            if rank != own:
+                same_host = rank // 2 == own // 2
+                assert (modules == "sm") == same_host, peers
+                assert same_host or modules.startswith("tcp:eth"), peers
+    grew = received(before, cluster.cluster.nic_counters())
+    assert all(grew[host] >= 7 << 20 for host in ("h1", "h2", "h3")), grew
+
+
+def test_no_command_line_on_any_host_holds_the_job_secret(cluster, hosts):
+    script = 'echo "$OMPY_SECRET"; sleep 3'
+    launcher = hosts.start("h1", hosts.ompy_argv([*SIX, "sh", "-c", script]))
+    assert launcher.stdout is not None
+    secrets = {launcher.stdout.readline().strip() for _ in range(6)}  # every rank runs now
+    assert len(secrets) == 1
+    secret = secrets.pop()
+    assert len(secret) == 64
+    for host in cluster.hosts:
+        for pid in host.pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            assert secret.encode() not in cmdline, (host.name, cmdline)
+    _out, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 0, err
+
+
+def test_the_interpreter_of_the_daemons_is_a_parameter(hosts):
+    result = hosts.ompy_run(
+        "h1", ["--host", "h2:1", "--mca", "plm_ssh_python", "/no/such/python3", "true"]
+    )
+    assert result.returncode == 1
+    assert "cannot start rank 0 on h2: the daemon on h2 ended (status 127)" in result.stderr
+    assert "/no/such/python3" in result.stderr
+
+
+def set_links(host, state: str) -> None:
+    for nic in range(host.nics):
+        subprocess.run(["ip", "-n", host.namespace, "link", "set", f"eth{nic}", state], check=True)
+
+
+def test_a_host_that_vanishes_from_the_network_ends_the_job_naming_it(cluster, hosts):
+    launcher = hosts.start("h1", hosts.ompy_argv([*SIX, sys.executable, "-c", SLEEPER]))
+    assert launcher.stdout is not None
+    for _ in range(6):
+        assert launcher.stdout.readline().strip() == "ready"
+    h3 = cluster.host("h3")
+    set_links(h3, "down")  # no FIN, no RST: only keep-alive probes can tell
+    try:
+        started = time.monotonic()
+        _out, err = launcher.communicate(timeout=90)
+        assert launcher.returncode != 0
+        assert "the ompy daemon on h3 was lost" in err, err
+        assert time.monotonic() - started < 60
+    finally:
+        set_links(h3, "up")
+    # Back on the network, h3's daemon learns that its launcher is gone and ends its ranks.
+    deadline = time.monotonic() + 60
+    while cluster.stray_pids() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not cluster.stray_pids()

@@ -141,7 +141,9 @@ def test_a_killed_daemon_ends_the_job_naming_its_node(slurm_three, slurm_jobs):
             time.sleep(0.2)
         daemons = daemon_pids(jobs.launcher.marker)
         assert len(daemons) == 3, "the three daemons did not start"
-        time.sleep(2)  # let the ranks start
+        assert process.stdout is not None
+        started = [process.stdout.readline() for _ in range(3)]  # every rank runs
+        assert started == ["up\n"] * 3, started
         victim = daemons[1]
         node = Path(f"/proc/{victim}/environ").read_bytes().split(b"SLURMD_NODENAME=")[1]
         node_name = node.split(b"\0")[0].decode()

@@ -36,6 +36,14 @@ def test_the_launch_record_round_trips_through_a_pipe_and_leaves_the_rest_unread
     os.close(read_end)
 
 
+def test_a_record_for_every_daemon_of_a_step_names_the_node_variable():
+    shared = LaunchInfo(
+        "l", bytes(32), "10.0.0.1", 1, NodeTree(-1, ""), (), "/py", node_variable="SLURM_NODEID"
+    )
+    assert LaunchInfo.from_wire(shared.to_wire()) == shared
+    assert LaunchInfo.from_wire({**INFO.to_wire(), "node_variable": ""}) == INFO
+
+
 def test_the_secret_is_not_in_the_records_repr():
     assert bytes(range(32)).hex() not in repr(INFO) and "secret" not in repr(INFO)
 

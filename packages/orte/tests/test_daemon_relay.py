@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import queue
 import secrets
+import socket
 import threading
 
 import pytest
@@ -21,6 +22,8 @@ from ompy.orte.control import (
     FenceError,
     RankConnected,
     RankLost,
+    auth,
+    wire,
 )
 from ompy.orte.control import server as server_module
 from ompy.orte.daemon.relay import ControlRelay, RelayError
@@ -176,3 +179,47 @@ def test_the_relay_notices_that_the_launcher_is_gone(job):
     node = job.node(local_size=1)
     job.server.close()
     assert "closed" in node.lost.get(timeout=5)
+
+
+def daemon_connection(job: Job, node: int = 1) -> socket.socket:
+    """A raw connection authenticated as the daemon of ``node``."""
+    sock = socket.create_connection(job.server.address, timeout=5)
+    challenge = wire.recv_message(sock)
+    proof = auth.proof(job.secret, challenge["nonce"], auth.ROLE_DAEMON, node)
+    claim = {"op": "auth", "role": auth.ROLE_DAEMON, "rank": node, "jobid": job.jobid}
+    sock.sendall(wire.encode({**claim, "proof": proof}))
+    assert wire.recv_message(sock)["op"] == "welcome"
+    return sock
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"op": "fence_node", "generation": 0, "requests": [[]]},
+        {"op": "fence_node", "generation": 0, "requests": [[[0], 1]]},
+        {"op": "fence_node", "generation": "0", "requests": []},
+        {"op": "attach", "rank": "zero"},
+        {"op": "no-such-op", "rank": 0},
+    ],
+)
+def test_a_daemon_that_breaks_the_protocol_is_dropped_and_the_job_goes_on(job, message):
+    sock = daemon_connection(job)
+    sock.sendall(wire.encode(message))
+    with pytest.raises(wire.ConnectionClosedError):
+        wire.recv_message(sock)
+    sock.close()
+    job.connect(2)  # the server still serves
+    assert job.next_event(RankConnected).rank == 2
+
+
+def test_a_second_daemon_for_the_same_node_is_refused(job):
+    first = daemon_connection(job, node=3)
+    sock = socket.create_connection(job.server.address, timeout=5)
+    challenge = wire.recv_message(sock)
+    proof = auth.proof(job.secret, challenge["nonce"], auth.ROLE_DAEMON, 3)
+    claim = {"op": "auth", "role": auth.ROLE_DAEMON, "rank": 3, "jobid": job.jobid}
+    sock.sendall(wire.encode({**claim, "proof": proof}))
+    answer = wire.recv_message(sock)
+    assert answer["op"] == "denied" and "already connected" in answer["reason"]
+    sock.close()
+    first.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ompy.mca.plm.slurm.component import SlurmPlmComponent, allocation_nodes
-from ompy.mca.plm.slurm.launcher import SlurmPlmModule, srun_argv
+from ompy.mca.plm.slurm.launcher import SlurmPlmModule, SlurmSettings, srun_argv
 from ompy.mca.plm.slurm.node_daemon import read_frame
 from ompy.mca.plm.slurm.record import node_record, step_record
 from ompy.opal.mca.params import Registry
@@ -87,8 +87,14 @@ def test_it_offers_only_for_other_nodes_of_the_allocation(component, monkeypatch
 
 
 def test_a_missing_srun_is_named():
-    module = SlurmPlmModule(
-        python="/py", connect_timeout=1.0, launcher_host="", srun="no-such-srun-here"
+    settings = SlurmSettings(
+        agent=(),
+        python="/py",
+        launcher_host="",
+        connect_timeout=1.0,
+        connect_timeout_param="plm_slurm_connect_timeout",
+        srun="no-such-srun-here",
     )
+    module = SlurmPlmModule(settings)
     with pytest.raises(LaunchError, match="'no-such-srun-here' was not found"):
         module.check_nodes([Node("n1", 1)])

@@ -51,7 +51,9 @@ def plm(tmp_path):
     token = secrets.token_hex(4)
     env = {**os.environ, MARKER: token, "TMPDIR": str(tmp_path)}
     os.environ[MARKER] = token  # the daemon inherits the launcher's environment
-    module = SshPlmModule(SshSettings(("ssh",), sys.executable, 4, "", 20.0))
+    module = SshPlmModule(
+        SshSettings(("ssh",), sys.executable, "", 20.0, "plm_ssh_connect_timeout", fanout=4)
+    )
     module.check_nodes([LOCAL])
     module.forward_environment({})
     module.prepare([], env, tmp_path)
@@ -152,11 +154,15 @@ def test_the_component_offers_only_when_another_host_is_named():
     assert component.query([LOCAL, Node("127.0.0.1", 1)]) is None
     offer = component.query([LOCAL, Node("elsewhere", 2)])
     assert offer is not None and offer.priority == 20
-    assert offer.module.settings == SshSettings(("ssh", "-F", "/cfg"), sys.executable, 3, "", 30.0)
+    assert offer.module.settings == SshSettings(
+        ("ssh", "-F", "/cfg"), sys.executable, "", 30.0, "plm_ssh_connect_timeout", fanout=3
+    )
 
 
 def test_a_missing_remote_shell_is_named_before_launch():
-    module = SshPlmModule(SshSettings(("no-such-ssh-xyz",), sys.executable, 4, "", 1.0))
+    module = SshPlmModule(
+        SshSettings(("no-such-ssh-xyz",), sys.executable, "", 1.0, "plm_ssh_connect_timeout")
+    )
     with pytest.raises(LaunchError, match="remote shell 'no-such-ssh-xyz'"):
         module.check_nodes([LOCAL, Node("elsewhere", 1)])
 
@@ -169,3 +175,17 @@ def test_the_agent_parameter_splits_like_a_shell():
         "-o",
         "BatchMode=yes",
     )
+
+
+def test_python_ranks_are_forked_from_the_nodes_fork_server(plm):
+    program = [sys.executable, "-c", "import os; print(os.getppid())"]
+    parents = []
+    for rank in (0, 1):
+        process, out, err = start(plm, rank, program)
+        assert wait_exit(process) == 0
+        parents.append(int(read_all(out)))
+        read_all(err)
+    daemon = plm._by_name["localhost"]
+    assert parents[0] == parents[1] != daemon.pid  # one fork server, not the daemon
+    stat = Path(f"/proc/{parents[0]}/stat").read_text()
+    assert int(stat.rsplit(")", 1)[1].split()[1]) == daemon.pid  # the daemon's child

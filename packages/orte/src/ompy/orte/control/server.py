@@ -694,8 +694,13 @@ class ControlServer:
             self._drop(daemon, "node daemon sent a bad 'fence_node'")
             return
         for request in requests:
-            carried = daemon.carried.get(request[0]) if isinstance(request, list) else None
-            if carried is None or len(request) != 2:
+            if not (
+                isinstance(request, list) and len(request) == 2 and isinstance(request[0], int)
+            ):
+                self._drop(daemon, "node daemon sent a bad 'fence_node' request")
+                return
+            carried = daemon.carried.get(request[0])
+            if carried is None:
                 continue  # a rank that went away meanwhile: its loss fails the fence
             fence = {"op": protocol.FENCE, "id": request[1], "generation": generation}
             self._handle(carried, fence)

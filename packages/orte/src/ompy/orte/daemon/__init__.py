@@ -11,5 +11,7 @@ kills its ranks and exits, so nothing outlives the job.
 
 Modules: :mod:`.protocol` (messages and the launch record), :mod:`.tree` (who starts whom),
 :mod:`.agent` (starting a daemon through a remote shell), :mod:`.node` (the daemon itself),
-:mod:`.main` (the ``ompy daemon`` command).
+:mod:`.relay` (its ranks' control connections and the node's fences), :mod:`.main` (the
+``ompy daemon`` command).  The launcher's side is the plm framework's daemon base,
+:mod:`ompy.orte.mca.plm.base.daemon_plm`.
 """

@@ -9,7 +9,6 @@ means the starter is gone) and the remote shells of the daemons it starts itself
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import signal
@@ -20,17 +19,18 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import attrs
 
 from ompy.opal.eventloop import EventLoop
 from ompy.orte.control import auth, wire
 from ompy.orte.control import protocol as control
-from ompy.orte.launcher.forkserver.deathsig import load_prctl, preexec_die_with_parent
+from ompy.orte.mca.plm import RankProcess, Stdio
 
 from . import agent, protocol
 from .protocol import LaunchInfo
+from .ranks import RankStarter, SpawnError
 from .relay import ControlRelay, RelayError
 
 #: How long a daemon tries to reach its launcher.
@@ -48,12 +48,10 @@ class DaemonError(Exception):
 @attrs.define(eq=False)
 class _Rank:
     rank: int
-    popen: subprocess.Popen[bytes]
-    pidfd: int | None
+    process: RankProcess
     #: read end -> 1 or 2 (stdout, stderr), while open.
     outputs: dict[int, int]
-    #: read end -> its file object (closed at end-of-file).
-    streams: dict[int, IO[bytes]]
+    #: The write end of the rank's stdin pipe, while the launcher forwards stdin to it.
     stdin_fd: int | None
     status: int | None = None
 
@@ -63,20 +61,6 @@ class _Child:
     tree: protocol.NodeTree
     process: subprocess.Popen[bytes]
     pidfd: int
-
-
-def spawn_error(rank: int, host: str, argv: list[str], cwd: str, error: OSError) -> tuple[str, int]:
-    """What kept ``rank`` from starting, and the shell's code (127 not found, 126 not runnable)."""
-    where = f"cannot start rank {rank} on {host}"
-    if error.filename is not None and str(error.filename) == cwd:
-        return f"{where} in its working directory '{cwd}': {error.strerror}", 1
-    if isinstance(error, FileNotFoundError):
-        return f"{where}: '{argv[0]}' was not found ({error.strerror})", 127
-    if isinstance(error, PermissionError):
-        return f"{where}: {error}", 126
-    if error.errno == errno.ENOEXEC:
-        return f"{where}: '{argv[0]}' is not a program this system can execute", 126
-    return f"{where}: {error}", 1
 
 
 class Daemon:
@@ -99,7 +83,7 @@ class Daemon:
         #: Carries the ranks' control connections (made at the first spawn).
         self._relay: ControlRelay | None = None
         self._launcher_host = ""
-        self._prctl = load_prctl()
+        self._starter = RankStarter(self.host)
         self._stop: str | None = None  # why the daemon ends; None while it serves
         self._status = 0
         self._signals: list[int] = []
@@ -141,7 +125,19 @@ class Daemon:
         """The address the remote shell that started this daemon came from ("" if none)."""
         return os.environ.get("SSH_CONNECTION", "").split(" ", 1)[0]
 
+    def _own_node(self) -> None:
+        """Take the node id from the environment when the launch record says so."""
+        variable = self.info.node_variable
+        if not variable:
+            return
+        value = os.environ.get(variable, "")
+        if not value.isascii() or not value.isdigit():
+            raise DaemonError(f"the node id variable {variable} is {value!r}, not a number")
+        tree = protocol.NodeTree(int(value), self.host)
+        self.info = attrs.evolve(self.info, tree=tree, node_variable="")
+
     def _connect(self) -> None:
+        self._own_node()
         info = self.info
         host = info.launcher_host or self._via() or "127.0.0.1"
         where = f"{host}:{info.launcher_port}"
@@ -175,6 +171,7 @@ class Daemon:
             raise DaemonError(f"the launcher at {where} refused this daemon: {reply.get('reason')}")
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        protocol.keep_alive(sock)
         self._sock = sock
         self._launcher_host = host
         self._loop.add_reader(sock, self._on_readable)
@@ -280,55 +277,47 @@ class Daemon:
             env["OMPY_SERVER"] = "{}:{}".format(*relay.address)
         if "OMPY_SESSION_DIR" in env:
             env["OMPY_SESSION_DIR"] = str(self._session_dir(message["env"]))
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe() if message["stdin"] else (subprocess.DEVNULL, None)
         try:
-            popen = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=cwd,
-                stdin=subprocess.PIPE if message["stdin"] else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
-            )
-        except OSError as error:
-            text, code = spawn_error(rank, self.host, argv, cwd, error)
+            process = self._starter.start(rank, argv, env, cwd, Stdio(in_r, out_w, err_w))
+        except SpawnError as error:
+            for fd in (out_r, err_r, in_w):
+                if fd is not None:
+                    os.close(fd)
+            text, code = str(error), error.code
             self._send({"op": protocol.FAILED, "rank": rank, "message": text, "code": code})
             return
-        try:
-            pidfd: int | None = os.pidfd_open(popen.pid)
-        except OSError:
-            pidfd = None
-        assert popen.stdout is not None and popen.stderr is not None
-        streams = {popen.stdout.fileno(): popen.stdout, popen.stderr.fileno(): popen.stderr}
-        outputs = {popen.stdout.fileno(): 1, popen.stderr.fileno(): 2}
-        stdin_fd = popen.stdin.fileno() if popen.stdin is not None else None
-        record = _Rank(rank, popen, pidfd, outputs, streams, stdin_fd)
+        finally:
+            for fd in (out_w, err_w, in_r):
+                if fd >= 0:
+                    os.close(fd)
+        record = _Rank(rank, process, {out_r: 1, err_r: 2}, in_w)
         self._ranks[rank] = record
-        for fd in outputs:
+        for fd in (out_r, err_r):
             os.set_blocking(fd, False)
             self._by_fd[fd] = record
             self._loop.add_reader(fd, self._on_output)
-        if pidfd is not None:
-            self._by_fd[pidfd] = record
-            self._loop.add_reader(pidfd, self._on_rank_exit)
+        exit_fd = process.exit_fd()
+        if exit_fd is not None:
+            self._by_fd[exit_fd] = record
+            self._loop.add_reader(exit_fd, self._on_rank_exit)
         else:
             self._loop.call_later(0.05, lambda: self._poll(record))
-        self._send({"op": protocol.STARTED, "rank": rank, "pid": popen.pid})
+        self._send({"op": protocol.STARTED, "rank": rank, "pid": process.pid})
 
     def _on_stdin_data(self, record: _Rank, data: bytes) -> None:
         if record.stdin_fd is None:
             return
-        if not data:
-            assert record.popen.stdin is not None
-            with contextlib.suppress(OSError):
-                record.popen.stdin.close()
-            record.stdin_fd = None
-            return
-        try:
-            os.write(record.stdin_fd, data)  # blocking: the rank reads what it was sent
-        except OSError:
-            record.stdin_fd = None  # the rank stopped reading (closed stdin or exited)
+        if data:
+            try:
+                os.write(record.stdin_fd, data)  # blocking: the rank reads what it was sent
+                return
+            except OSError:
+                pass  # the rank stopped reading (closed stdin or exited)
+        os.close(record.stdin_fd)
+        record.stdin_fd = None
 
     def _control_relay(self, env: dict[str, str]) -> ControlRelay:
         if self._relay is None:
@@ -352,8 +341,7 @@ class Daemon:
     def _do_signal(self, message: dict[str, Any]) -> None:
         record = self._ranks.get(message["rank"])
         if record is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(record.popen.pid, message["signum"])
+            record.process.signal(message["signum"])
 
     def _do_exit(self, message: dict[str, Any]) -> None:
         self._finish("the launcher ended the job", 0)
@@ -375,7 +363,7 @@ class Daemon:
             self._loop.remove_reader(fd)
             del self._by_fd[fd]
             del record.outputs[fd]
-            record.streams.pop(fd).close()
+            os.close(fd)
 
     def _on_rank_exit(self, fd: int) -> None:
         record = self._by_fd.get(fd)
@@ -383,19 +371,20 @@ class Daemon:
             self._poll(record)
 
     def _poll(self, record: _Rank) -> None:
-        status = record.popen.poll()
-        if status is None:
-            if record.pidfd is None:
-                self._loop.call_later(0.05, lambda: self._poll(record))
-            return
         if record.status is not None:
             return
+        status = record.process.poll()
+        exit_fd = record.process.exit_fd()
+        if status is None:
+            if exit_fd is None:
+                self._loop.call_later(0.05, lambda: self._poll(record))
+            return
         record.status = status
-        if record.pidfd is not None:
-            self._loop.remove_reader(record.pidfd)
-            self._by_fd.pop(record.pidfd, None)
-            os.close(record.pidfd)
-            record.pidfd = None
+        if exit_fd is not None:
+            self._loop.remove_reader(exit_fd)
+            self._by_fd.pop(exit_fd, None)
+        record.process.signal(signal.SIGKILL)  # whatever the rank left in its group
+        record.process.release()
         self._send({"op": protocol.EXITED, "rank": record.rank, "status": status})
 
     # -- the daemons this one starts ----------------------------------------------------------
@@ -437,21 +426,25 @@ class Daemon:
     def _shut_down(self) -> None:
         """Kill and reap every rank, flush to the launcher, end the children, clean up."""
         for record in self._ranks.values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(record.popen.pid, signal.SIGKILL)
+            if record.status is None:
+                record.process.signal(signal.SIGKILL)
+        deadline = time.monotonic() + 5
         for record in self._ranks.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                record.popen.wait(timeout=5)
-            if record.status is None and record.popen.returncode is not None:
-                record.status = record.popen.returncode
-                self._send({"op": protocol.EXITED, "rank": record.rank, "status": record.status})
-            for stream in (record.popen.stdin, record.popen.stdout, record.popen.stderr):
-                if stream is not None:
+            while record.status is None and time.monotonic() < deadline:
+                status = record.process.poll()
+                if status is not None:
+                    record.status = status
+                    self._send({"op": protocol.EXITED, "rank": record.rank, "status": status})
+                else:
+                    time.sleep(0.01)
+            record.process.release()
+            for fd in (*record.outputs, record.stdin_fd):
+                if fd is not None:
                     with contextlib.suppress(OSError):
-                        stream.close()
-            if record.pidfd is not None:
-                os.close(record.pidfd)
-                record.pidfd = None
+                        os.close(fd)
+            record.outputs.clear()
+            record.stdin_fd = None
+        self._starter.close()
         if self._relay is not None:
             self._relay.close()
         self._end_children()

@@ -24,6 +24,7 @@ l -> d      exit                  - (kill what is left, remove the session direc
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,20 @@ ROLE_DAEMON = "daemon"
 HELLO, SPAWN, STARTED, FAILED = "hello", "spawn", "started", "failed"
 OUTPUT, EXITED, LOST_CHILD = "output", "exited", "lost_child"
 STDIN, SIGNAL, EXIT = "stdin", "signal", "exit"
+
+
+#: A silent peer is probed after this many seconds, then every ``KEEPALIVE_INTERVAL`` seconds,
+#: and given up after ``KEEPALIVE_PROBES`` unanswered probes: a host that vanishes from the
+#: network (no FIN, no RST) is noticed in about half a minute, not the kernel's two hours.
+KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES = 10, 5, 3
+
+
+def keep_alive(sock: socket.socket) -> None:
+    """Turn on TCP keep-alive probes with the timings above (Linux, as the daemon's pidfds)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
 
 
 class DaemonProtocolError(ValueError):
@@ -136,6 +151,11 @@ class LaunchInfo:
     agent: tuple[str, ...]
     #: The interpreter that runs daemons on every node.
     python: str
+    #: When set, the daemon takes its node id from this environment variable and its node
+    #: name from its host name, instead of ``tree`` (which then has no children): one record
+    #: for every daemon of a launch that cannot give each its own stdin (an ``srun`` step,
+    #: ``SLURM_NODEID``).
+    node_variable: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -146,6 +166,7 @@ class LaunchInfo:
             "tree": self.tree.to_wire(),
             "agent": list(self.agent),
             "python": self.python,
+            "node_variable": self.node_variable,
         }
 
     @classmethod
@@ -170,6 +191,7 @@ class LaunchInfo:
             NodeTree.from_wire(value["tree"]),
             tuple(value["agent"]),
             value["python"],
+            str(value.get("node_variable", "")),
         )
 
     def for_child(self, child: NodeTree, launcher_host: str) -> LaunchInfo:

@@ -23,6 +23,8 @@ from ompy.opal.eventloop import EventLoop
 from ompy.orte.control import auth, wire
 from ompy.orte.control import protocol as control
 
+from .protocol import keep_alive
+
 _READ_SIZE = 1 << 16
 #: Messages after which a rank takes part in no further fence.
 _LEAVING = frozenset({control.ABORT, control.LEAVING})
@@ -102,6 +104,7 @@ class ControlRelay:
             raise RelayError(f"the control server at {where} refused: {answer.get('reason')}")
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        keep_alive(sock)
         link = _Link(sock, wire.FrameDecoder())
         self._loop.add_reader(sock, lambda _fd: self._read(link))
         return link

@@ -21,7 +21,7 @@ from ompy.orte.launcher.job import Node
 from ompy.orte.mca.plm import PlmComponent, PlmModule
 
 from . import __version__
-from .launcher import SlurmPlmModule
+from .launcher import SlurmPlmModule, SlurmSettings
 
 
 def allocation_nodes(environ: dict[str, str] | os._Environ[str]) -> set[str] | None:
@@ -88,12 +88,15 @@ class SlurmPlmComponent(PlmComponent):
             return None
         if not all(node.name in allocated or is_local_host(node.name) for node in context):
             return None  # hosts beyond the allocation: not srun's to start
-        module = SlurmPlmModule(
+        settings = SlurmSettings(
+            agent=(),
             python=self.param("python") or sys.executable,
-            connect_timeout=self.param("connect_timeout"),
             launcher_host=self.param("launcher_host"),
+            connect_timeout=self.param("connect_timeout"),
+            connect_timeout_param="plm_slurm_connect_timeout",
             srun_args=tuple(shlex.split(self.param("srun_args"))),
             # ras slurm names this host as the launcher does; srun needs Slurm's name
             slurm_names={local_host_name(): name for name in allocated if is_local_host(name)},
         )
+        module = SlurmPlmModule(settings)
         return Offer(self.priority, module)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ompy.opal.mca import Offer
 from ompy.opal.mca.params import ParamType
@@ -12,7 +13,9 @@ from ompy.orte.launcher.job import Node
 from ompy.orte.mca.plm import PlmComponent
 
 from . import __version__
-from .launcher import SshPlmModule, SshSettings, agent_words
+
+if TYPE_CHECKING:
+    from .launcher import SshPlmModule
 
 
 class SshPlmComponent(PlmComponent):
@@ -73,11 +76,15 @@ class SshPlmComponent(PlmComponent):
     def query(self, context: Sequence[Node]) -> Offer[SshPlmModule] | None:
         if all(is_local_host(node.name) for node in context):
             return None  # one host: the local launcher does it without daemons
+        # Imported only now: every ``ompy run`` loads this component to ask it.
+        from .launcher import SshPlmModule, SshSettings, agent_words
+
         settings = SshSettings(
             agent=agent_words(self.param("agent")),
             python=self.param("python") or sys.executable,
-            fanout=self.param("tree_fanout"),
             launcher_host=self.param("launcher_host"),
             connect_timeout=self.param("connect_timeout"),
+            connect_timeout_param=self.param_name("connect_timeout"),
+            fanout=self.param("tree_fanout"),
         )
         return Offer(self.priority, SshPlmModule(settings))

@@ -1,19 +1,18 @@
-"""The ``ssh`` plm module: one ``ompy daemon`` per node, started through a remote shell.
+"""The ``ssh`` plm module: the node daemons are started through a remote shell, as a tree.
 
-Everything but the starting of the daemons is the plm base's daemon module
-(:class:`~ompy.orte.mca.plm.base.daemon_module.DaemonPlmModule`: the daemon server, spawning
-ranks through the daemons, lost daemons, the end of the job).  Here, in
-:meth:`SshPlmModule.start_daemons`: this host's daemon is started directly, the others through
-``plm_ssh_agent``, the launcher itself starting at most ``plm_ssh_tree_fanout`` of them and each
-daemon the next level (:mod:`ompy.orte.daemon.tree`).  The launch record, with a fresh launch
-secret, goes to each daemon's standard input.
+Everything else (the daemon server, spawning, output, exits, signals, lost daemons) is the
+plm framework's daemon base, :mod:`ompy.orte.mca.plm.base.daemon_plm`, shared with other
+daemon-based launchers.  This module starts at most ``plm_ssh_tree_fanout`` daemons itself,
+through ``plm_ssh_agent``; each of them starts the next level of the tree
+(:mod:`ompy.orte.daemon.tree`), and every daemon connects straight back to the launcher.
 """
 
 from __future__ import annotations
 
 import shlex
 import shutil
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -23,27 +22,24 @@ from ompy.orte.daemon.tree import daemon_tree
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.hosts import is_local_host
 from ompy.orte.launcher.job import Node
-from ompy.orte.mca.plm.base.daemon_module import DaemonPlmModule, RecordMaker
+from ompy.orte.mca.plm.base.daemon_plm import DaemonPlmModule, DaemonSettings
 from ompy.orte.mca.plm.base.daemons import Daemon
 
 
 @attrs.frozen
-class SshSettings:
+class SshSettings(DaemonSettings):
     """The component's parameters, read once."""
 
-    agent: tuple[str, ...]
-    python: str
-    fanout: int
-    launcher_host: str
-    connect_timeout: float
+    fanout: int = 32
 
 
 class SshPlmModule(DaemonPlmModule):
     """The plm module of the ``ssh`` component (see the module documentation)."""
 
+    settings: SshSettings
+
     def __init__(self, settings: SshSettings) -> None:
-        super().__init__(settings.agent, settings.python, settings.connect_timeout)
-        self.settings = settings
+        super().__init__(settings)
 
     def check_nodes(self, nodes: Sequence[Node]) -> None:
         if not self.settings.agent:
@@ -56,23 +52,18 @@ class SshPlmModule(DaemonPlmModule):
             )
         super().check_nodes(nodes)
 
-    def start_daemons(self, daemons: list[Daemon], record: RecordMaker) -> None:
-        local = [d for d in daemons if is_local_host(d.name)]
-        remote = [(d.node, d.name) for d in daemons if not is_local_host(d.name)]
-        by_node = {d.node: d for d in daemons}
-        for daemon in local:
-            self._start(daemon, record(NodeTree(daemon.node, daemon.name), "127.0.0.1"), None)
-        for tree in daemon_tree(remote, self.settings.fanout):
-            daemon = by_node[tree.node]
-            self._start(daemon, record(tree, self.settings.launcher_host), daemon.name)
+    def start_daemons(
+        self, daemons: Sequence[Daemon], info: Callable[[NodeTree, str], LaunchInfo]
+    ) -> None:
+        by_node = {daemon.node: daemon for daemon in daemons}
+        nodes = [(daemon.node, daemon.name) for daemon in daemons]
+        for tree in daemon_tree(nodes, self.settings.fanout):
+            self.watch(by_node[tree.node], _starter(info(tree, self.settings.launcher_host)))
 
-    def _start(self, daemon: Daemon, info: LaunchInfo, host: str | None) -> None:
-        try:
-            process = agent.start_daemon(info, host)
-        except OSError as error:
-            daemon.lost = f"its process could not be started: {error}"
-            return
-        self.watch(daemon, process)
+
+def _starter(record: LaunchInfo) -> Callable[[], subprocess.Popen[bytes]]:
+    """Start the daemon of ``record`` through the remote shell (on the node it names)."""
+    return lambda: agent.start_daemon(record, record.tree.name)
 
 
 def agent_words(text: str) -> tuple[str, ...]:

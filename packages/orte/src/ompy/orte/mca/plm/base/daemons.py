@@ -15,7 +15,7 @@ import os
 import socket
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -84,11 +84,12 @@ class DaemonServer:
         self._loop = EventLoop()
         self._pending: dict[int, _Pending] = {}
         self._by_fd: dict[int, Daemon] = {}
-        self._watched: dict[int, Daemon] = {}  # pidfd of a daemon's process -> daemon
+        #: pidfd of a process that runs daemons -> those daemons and the process
+        self._watched: dict[int, tuple[tuple[Daemon, ...], subprocess.Popen[bytes]]] = {}
         self._stdin_fd: int | None = None
         self._stdin_rank: RemoteRank | None = None
         self._stopping = False
-        self._thread = InternalThread(target=self._serve, name="ompy-plm-daemons", daemon=True)
+        self._thread = InternalThread(target=self._serve, name="ompy-plm-ssh", daemon=True)
 
     @property
     def port(self) -> int:
@@ -134,21 +135,21 @@ class DaemonServer:
 
     # -- watching the processes that run the daemons ------------------------------------------
 
-    def watch(self, daemon: Daemon) -> None:
-        """Notice (in the server thread) when ``daemon``'s process ends."""
-        assert daemon.process is not None
-        pidfd = os.pidfd_open(daemon.process.pid)
-        self._watched[pidfd] = daemon
+    def watch(self, daemons: Sequence[Daemon], process: subprocess.Popen[bytes]) -> None:
+        """Notice (in the server thread) when ``process``, which runs ``daemons`` (one daemon
+        through a remote shell, or several through one launcher step), ends."""
+        pidfd = os.pidfd_open(process.pid)
+        self._watched[pidfd] = (tuple(daemons), process)
         self._loop.add_reader(pidfd, self._on_process_exit)
 
     def _on_process_exit(self, fd: int) -> None:
-        daemon = self._watched.pop(fd)
+        daemons, process = self._watched.pop(fd)
         self._loop.remove_reader(fd)
         os.close(fd)
-        assert daemon.process is not None
-        daemon.process.wait()
-        if not daemon.exiting:
-            self._lose(daemon, agent.describe_failure(daemon.process, daemon.name))
+        process.wait()
+        for daemon in daemons:
+            if not daemon.exiting:
+                self._lose(daemon, agent.describe_failure(process, daemon.name))
 
     # -- connections --------------------------------------------------------------------------
 
@@ -213,6 +214,7 @@ class DaemonServer:
             return
         daemon.sock = pending.sock
         daemon.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        protocol.keep_alive(daemon.sock)
         self._by_fd[fd] = daemon
         self._send(daemon, {"op": control.WELCOME})
         self._loop.add_reader(daemon.sock, self._on_readable)

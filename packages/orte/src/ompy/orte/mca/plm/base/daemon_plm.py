@@ -1,20 +1,24 @@
-"""The launcher's side of a plm whose daemons fork the ranks: one ``ompy daemon`` per node.
+"""The launcher's side of daemon-based launchers (plm ``ssh``, ``slurm``): everything but how
+the daemons are started.
 
-:class:`DaemonPlmModule` holds what does not depend on how the daemons get started (plm ssh
-starts them through a remote shell, plm slurm with one ``srun`` step):
+:class:`DaemonPlmModule` is a :class:`~ompy.orte.mca.plm.PlmModule` whose ranks are forked by
+one ``ompy daemon`` per node (:mod:`ompy.orte.daemon`).  A component subclasses it and says how
+to start the daemons (:meth:`DaemonPlmModule.start_daemons`: through ssh, as one srun step,
+...); the rest is here:
 
-* :meth:`DaemonPlmModule.prepare` (before the launcher's remaining set-up, so the daemons
-  start meanwhile) makes the launch secret and the :class:`~.daemons.DaemonServer`, one
-  :class:`~.daemons.Daemon` record per node, and asks the subclass to start the daemons
-  (:meth:`DaemonPlmModule.start_daemons`), handing it the launch record of each.
-* :meth:`DaemonPlmModule.spawn` waits until the rank's node has reported in, asks its daemon
-  to start the rank and waits for the answer: a started rank, or the reason it could not start
-  (program not found: 127, ...).  Ranks on other hosts get the ``OMPY_`` variables and what
-  the user forwarded (``-x``, ``--mca``); ranks on this host the launcher's whole environment.
-* A lost daemon (its connection or its starting process ended, or its parent reported it gone)
-  ends its ranks' lives as far as the launcher is concerned, and the job ends naming its host.
-* :meth:`DaemonPlmModule.finish` tells every daemon to exit and waits for the processes that
-  ran them.
+* :meth:`~DaemonPlmModule.prepare` (before the launcher's remaining set-up, so the daemons
+  start meanwhile) makes a launch secret, starts the daemon server
+  (:class:`~.daemons.DaemonServer`) and asks the subclass to start the daemons of every node
+  of the allocation, each with its :class:`~ompy.orte.daemon.protocol.LaunchInfo`; a node that
+  is this host gets its daemon started directly (:meth:`~DaemonPlmModule.start_local`).
+* :meth:`~DaemonPlmModule.spawn` waits until the rank's node has reported in, asks its daemon
+  to start the rank and waits for the answer: a started rank
+  (:class:`~.remote.RemoteRank`), or the reason it could not start (program not found: 127,
+  ...).  Ranks on other hosts get the ``OMPY_`` variables and what the user forwarded (``-x``,
+  ``--mca``); ranks on this host the launcher's whole environment.
+* A lost daemon (its connection or process ended, or its parent reported it gone) ends its
+  ranks' lives as far as the launcher is concerned, and the job ends naming its host.
+* :meth:`~DaemonPlmModule.finish` tells every daemon to exit and waits for their processes.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import attrs
+
+from ompy.orte.daemon import agent
 from ompy.orte.daemon.protocol import EXIT, SIGNAL, SPAWN, LaunchInfo, NodeTree
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.hosts import is_local_host
@@ -39,20 +46,31 @@ from .remote import RemoteRank, Sink
 #: How long :meth:`DaemonPlmModule.finish` waits for the daemons to exit before killing them.
 EXIT_WAIT = 10.0
 
-#: Makes the launch record of one daemon: its node tree and the launcher address it uses.
-RecordMaker = Callable[[NodeTree, str], LaunchInfo]
+
+@attrs.frozen
+class DaemonSettings:
+    """What every daemon-based launcher is told by its component's parameters."""
+
+    #: The remote shell daemons use to start daemons of their own (a tree), or ().
+    agent: tuple[str, ...]
+    #: The interpreter that runs the daemons.
+    python: str
+    #: The address the daemons connect back to ("": where their remote shell came from).
+    launcher_host: str
+    #: Seconds to wait for a node's daemon to report in.
+    connect_timeout: float
+    #: The parameter that set it, named when the wait expires (``plm_ssh_connect_timeout``).
+    connect_timeout_param: str
 
 
 class DaemonPlmModule(PlmModule):
-    """A plm whose per-node daemons fork the ranks; subclasses start the daemons."""
+    """A plm module whose ranks are forked by node daemons (see the module documentation).
 
-    def __init__(self, agent: tuple[str, ...], python: str, connect_timeout: float) -> None:
-        #: The remote shell daemons start their children with (empty: none).
-        self.agent = agent
-        #: The interpreter that runs the daemons.
-        self.python = python
-        #: Seconds a node's daemon may take to report in.
-        self.connect_timeout = connect_timeout
+    Required of a subclass: :meth:`start_daemons`; it may extend :meth:`check_nodes`.
+    """
+
+    def __init__(self, settings: DaemonSettings) -> None:
+        self.settings = settings
         self._nodes: tuple[Node, ...] = ()
         self._exported: dict[str, str] = {}
         self._server: DaemonServer | None = None
@@ -62,7 +80,6 @@ class DaemonPlmModule(PlmModule):
     # -- before launch ------------------------------------------------------------------------
 
     def check_nodes(self, nodes: Sequence[Node]) -> None:
-        """Remember the nodes; subclasses check first that they can start daemons there."""
         self._nodes = tuple(nodes)
 
     def forward_environment(self, exported: Mapping[str, str]) -> None:
@@ -84,29 +101,54 @@ class DaemonPlmModule(PlmModule):
         server = DaemonServer(secret, launch_id, self._daemons)
         server.start()
         self._server = server
+        unique = list(self._by_name.values())
 
-        def record(tree: NodeTree, launcher_host: str) -> LaunchInfo:
+        def info(tree: NodeTree, host: str) -> LaunchInfo:
+            settings = self.settings
             return LaunchInfo(
-                launch_id, secret, launcher_host, server.port, tree, self.agent, self.python
+                launch_id, secret, host, server.port, tree, settings.agent, settings.python
             )
 
-        self.start_daemons(list(self._by_name.values()), record)
+        for daemon in unique:
+            if is_local_host(daemon.name):
+                self.start_local(daemon, info(NodeTree(daemon.node, daemon.name), "127.0.0.1"))
+        remote = [d for d in unique if not is_local_host(d.name)]
+        if remote:
+            self.start_daemons(remote, info)
 
     @abc.abstractmethod
-    def start_daemons(self, daemons: list[Daemon], record: RecordMaker) -> None:
-        """Start the daemon of every node in ``daemons`` (one record per distinct node).
+    def start_daemons(
+        self, daemons: Sequence[Daemon], info: Callable[[NodeTree, str], LaunchInfo]
+    ) -> None:
+        """Start the daemons of ``daemons`` (nodes other than this one).
 
-        ``record(tree, launcher_host)`` makes a daemon's launch record (the launch secret
-        included: it must reach the daemon on its standard input, never a command line).
-        Each started process is handed to :meth:`watch`; a daemon that could not be started
-        gets its ``lost`` reason.
+        ``info(tree, launcher_host)`` makes the launch record of the daemon of ``tree.node``
+        (``launcher_host`` "" lets it connect back to where its remote shell came from).  A
+        daemon is started through :meth:`watch` (with the others its process runs, if one process
+        runs several): the early end of that process then loses them, with what it wrote.
         """
 
-    def watch(self, daemon: Daemon, process: subprocess.Popen[bytes]) -> None:
-        """Let the server notice when the process that runs ``daemon`` ends."""
+    def start_local(self, daemon: Daemon, info: LaunchInfo) -> None:
+        """Start the daemon of this host's node directly (no remote shell)."""
+        self.watch(daemon, lambda: agent.start_daemon(info, None))
+
+    def watch(
+        self, daemons: Daemon | Sequence[Daemon], start: Callable[[], subprocess.Popen[bytes]]
+    ) -> None:
+        """Run ``start`` for ``daemons`` (one, or all those one process runs, as an ``srun``
+        step) and watch the process it returns: its early end loses them, with what it wrote;
+        :meth:`finish` waits for it."""
         assert self._server is not None
-        daemon.process = process
-        self._server.watch(daemon)
+        group = [daemons] if isinstance(daemons, Daemon) else list(daemons)
+        try:
+            process = start()
+        except OSError as error:
+            for daemon in group:
+                daemon.lost = f"its process could not be started: {error}"
+            return
+        for daemon in group:
+            daemon.process = process
+        self._server.watch(group, process)
 
     # -- launch -------------------------------------------------------------------------------
 
@@ -179,25 +221,31 @@ class DaemonPlmModule(PlmModule):
 
     def _wait_connected(self, daemon: Daemon, rank: int) -> None:
         assert self._server is not None
-        deadline = time.monotonic() + self.connect_timeout
+        deadline = time.monotonic() + self.settings.connect_timeout
         with self._server.cond:
             while not daemon.connected and daemon.lost is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise LaunchError(
                         f"cannot start rank {rank} on {daemon.name}: its ompy daemon did not "
-                        f"report in within {self.connect_timeout:g} s "
-                        f"(plm_ssh_connect_timeout)"
+                        f"report in within {self.settings.connect_timeout:g} s "
+                        f"({self.settings.connect_timeout_param})"
                     )
                 self._server.cond.wait(min(left, 0.5))
         if daemon.lost is not None:
             raise LaunchError(f"cannot start rank {rank} on {daemon.name}: {daemon.lost}")
 
     def _wait_answer(self, daemon: Daemon, rank: int) -> SpawnAnswer:
+        """The daemon's answer to ``spawn``; a lost or silent daemon is an answer too."""
         assert self._server is not None
+        deadline = time.monotonic() + self.settings.connect_timeout
         with self._server.cond:
             while rank not in daemon.answers and daemon.lost is None:
-                self._server.cond.wait(0.5)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = f"its daemon did not answer within {self.settings.connect_timeout:g} s"
+                    return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {why}", 1)
+                self._server.cond.wait(min(left, 0.5))
             if rank in daemon.answers:
                 return daemon.answers.pop(rank)
         return SpawnAnswer(None, f"cannot start rank {rank} on {daemon.name}: {daemon.lost}", 1)
@@ -212,15 +260,14 @@ class DaemonPlmModule(PlmModule):
             daemon.exiting = True
             server.send(daemon, {"op": EXIT})
         deadline = time.monotonic() + EXIT_WAIT
-        for daemon in self._daemons.values():
-            if daemon.process is None:
-                continue
+        processes = {id(d.process): d.process for d in self._daemons.values() if d.process}
+        for process in processes.values():
             try:
-                daemon.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                daemon.process.kill()
-                daemon.process.wait()
-            for stream in (daemon.process.stdin, daemon.process.stderr):
+                process.kill()
+                process.wait()
+            for stream in (process.stdin, process.stderr):
                 if stream is not None:
                     stream.close()
         server.stop()
