@@ -147,3 +147,11 @@ def test_a_rank_leaving_early_ends_the_step_through_pmi(jobs, how, status, said)
     assert sorted(result.stdout.split("\n")[:-1]) == [f"rank {r} up" for r in range(3)]
     assert f"task 1: Exited with exit code {status}" in result.stderr, result.stderr
     assert said in result.stderr, result.stderr
+
+
+def test_a_rank_killed_by_a_signal_ends_the_step_under_kill_on_bad_exit(jobs):
+    """A killed rank cannot tell PMI; srun -K (as the docs advise) ends the step then."""
+    program = [sys.executable, str(PROGRAMS / "leave_early.py"), "kill"]
+    result = jobs.run(srun("-N2", "-n3", "--kill-on-bad-exit=1", *program), timeout=90)
+    assert result.returncode != 0
+    assert "task 1: Killed" in result.stderr, result.stderr

@@ -1,9 +1,12 @@
 """Rank 1 leaves in the way ``argv[1]`` names while every other rank waits for a message from it.
 
-``abort``: ``Comm.Abort(7)``; ``raise``: an uncaught exception; ``exit``: ``sys.exit(5)``.
+``abort``: ``Comm.Abort(7)``; ``raise``: an uncaught exception; ``exit``: ``sys.exit(5)``;
+``kill``: SIGKILL to itself.
 Without the job ending, the others would wait for ever; the test's timeout catches that.
 """
 
+import os
+import signal
 import sys
 
 from ompy import MPI
@@ -19,5 +22,7 @@ if comm.rank == 1:
         raise RuntimeError("rank 1 gives up")
     elif how == "exit":
         sys.exit(5)
+    elif how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
     raise SystemExit(f"unknown way to leave: {how}")
 comm.recv(source=1)
