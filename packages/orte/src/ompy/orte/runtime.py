@@ -25,6 +25,19 @@ rank), so the rank leaves at once with its exit status and the launcher ends the
 
 A singleton (started without ``ompy run``) gets the same API backed by an in-process modex.
 
+A rank started directly by a resource manager (``srun --mpi=pmi2``: the ess module's identity is
+``direct``) has no launcher to report to.  Its modex, abort and finalize go through the ess
+module's :class:`~ompy.orte.mca.ess.JobServices`, and whatever would leave its peers waiting
+ends the whole job through them instead: an uncaught exception (after its traceback is
+printed), a ``sys.exit`` with a non-zero status before Finalize, a layer that could not
+finalize.  A ``sys.exit(0)`` finalizes normally, as every rank of a successful job does.  No
+fork server runs such a program, so nobody sees its ``SystemExit``: the run-time wraps
+``sys.exit`` to note the status (:func:`note_exit`) on the way out; a ``raise SystemExit``
+written out is not seen, and then behaves as a normal end.  Nor is there a launcher to remove
+the session directory of a rank the resource manager kills (it sends SIGTERM first): a
+directly launched rank that has no SIGTERM handler of its own gets one that removes the
+session directory, then dies of the signal as before.
+
 Modex rules (the same in both modes): ``put`` stages a value locally (checked to be
 msgpack-able at once; it comes back as msgpack returns it, so tuples become lists), ``commit``
 publishes everything staged, ``fence`` waits for every rank, and ``get(rank, key)`` returns
@@ -53,7 +66,7 @@ from ompy.opal import output, proctitle
 from ompy.orte.control import ControlClient, ControlError, ModexStore, protocol
 from ompy.orte.control.client import DEFAULT_CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ompy.orte.control.environment import SECRET
-from ompy.orte.mca.ess import Identity
+from ompy.orte.mca.ess import Identity, JobServices
 from ompy.orte.mca.ess.base import select_module
 
 #: Exit status of a rank whose launcher went away (sysexits' EX_UNAVAILABLE).
@@ -150,6 +163,22 @@ class _RemoteBackend(_Backend):
         return self._client.request(protocol.GET, rank=rank, key=key)
 
 
+class _ServicesBackend(_Backend):
+    """The modex of a directly launched rank: the resource manager's store (ess services)."""
+
+    def __init__(self, services: JobServices) -> None:
+        self._services = services
+
+    def commit(self, data: dict[str, Any]) -> None:
+        self._services.commit(data)
+
+    def fence(self, generation: int) -> None:
+        self._services.fence()
+
+    def get(self, rank: int, key: str) -> Any:
+        return self._services.get(rank, key)
+
+
 class Runtime:
     """The initialized run-time of this process (get it from :func:`init`).
 
@@ -157,7 +186,13 @@ class Runtime:
     get the process's runtime, with the hooks installed.
     """
 
-    def __init__(self, identity: Identity, *, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        identity: Identity,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        services: JobServices | None = None,
+    ) -> None:
         self.identity = identity
         self.pid = os.getpid()
         self._finalized = False
@@ -169,6 +204,13 @@ class Runtime:
         self.exit_request: tuple[int, str] | None = None
         #: Why the layer above could not finalize; set, the rank does not finalize at exit.
         self._unfinished: str | None = None
+        #: The resource manager's services of a directly launched rank (else None).
+        self._services = services
+        if identity.direct:
+            if services is None:
+                raise ValueError("a directly launched rank needs its ess module's job services")
+            self.modex = Modex(identity.rank, _ServicesBackend(services))
+            return
         if identity.singleton:
             self.modex = Modex(identity.rank, _LocalBackend())
             return
@@ -197,7 +239,19 @@ class Runtime:
         and the process exits with 1.
         """
         code = int(code)
-        if self._client is not None:
+        if self._services is not None:
+            with contextlib.suppress(Exception):
+                _log.error(
+                    "rank %d of job %s ends the job with code %d%s",
+                    self.identity.rank,
+                    self.identity.jobid,
+                    code,
+                    ": " + str(message) if message else "",
+                )
+            shutil.rmtree(self.identity.session_dir, ignore_errors=True)  # no atexit after _exit
+            with contextlib.suppress(Exception):
+                self._services.abort(code, str(message))
+        elif self._client is not None:
             with contextlib.suppress(ControlError):
                 self._client.request(
                     protocol.ABORT, timeout=LIFECYCLE_TIMEOUT, code=code, message=str(message)
@@ -218,6 +272,15 @@ class Runtime:
             self._finalized = True
         if sys.excepthook is self._excepthook:
             sys.excepthook = self._previous_hook
+        if self._services is not None:
+            try:
+                self._services.finalize()
+            finally:
+                if self.identity.local_rank == 0:
+                    # Every rank left the session directory before the final fence (MPI's
+                    # Finalize); no launcher removes it in a directly launched job.
+                    shutil.rmtree(self.identity.session_dir, ignore_errors=True)
+            return
         if self._client is None:
             shutil.rmtree(self.identity.session_dir, ignore_errors=True)
             return
@@ -245,6 +308,12 @@ class Runtime:
         job with this rank's exit status, and the rank exits at once with that status,
         without the collective Finalize its peers could never join.
         """
+        if self._services is not None and not self._finalized and self.exit_request:
+            status, how = self.exit_request
+            if status != 0:  # the peers may wait for this rank: end the job with its status
+                self._finalized = True
+                self.abort(status, f"rank {self.identity.rank} {how} before MPI Finalize")
+            return
         if self._client is None or self._finalized or self.exit_request is None:
             return
         status, how = self.exit_request
@@ -297,10 +366,19 @@ class Runtime:
             delivered = False
         if not delivered:
             self._previous_hook(kind, value, tb)
+        if self._services is not None and not self._finalized:
+            # Nobody else would notice: the peers could wait for this rank for ever.
+            self._finalized = True
+            self.abort(1, f"rank {self.identity.rank} raised {kind.__name__}")
 
     def _at_exit(self) -> None:
         if self._finalized or os.getpid() != self.pid:
             return
+        if self._services is not None and self._unfinished is not None:
+            self._finalized = True
+            self.abort(
+                1, f"rank {self.identity.rank} exited without finalizing ({self._unfinished})"
+            )
         if self._failed and self._client is not None:
             self._finalized = True
             self._client.close()
@@ -370,6 +448,44 @@ def note_exit(status: int, how: str) -> None:
         runtime.exit_request = (status, how)
 
 
+def _exit_status(code: object) -> int:
+    """The exit status the interpreter makes of ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    return 1
+
+
+def _note_sys_exit() -> None:
+    """Make ``sys.exit`` tell the run-time its status first (a directly launched rank)."""
+    original = sys.exit
+
+    def exit(status: object = None, /) -> NoReturn:
+        shown = repr(status) if len(repr(status)) <= 40 else repr(status)[:37] + "..."
+        note_exit(_exit_status(status), f"called sys.exit({'' if status is None else shown})")
+        original(status)
+
+    exit.__doc__ = original.__doc__
+    sys.exit = exit
+
+
+def _clean_up_on_sigterm(session: str) -> None:
+    """On SIGTERM, remove ``session`` and die of the signal (a directly launched rank)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        return  # the program (or whoever embeds it) handles SIGTERM itself
+
+    def terminated(signum: int, frame: object) -> None:
+        shutil.rmtree(session, ignore_errors=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def _show_identity(identity: Identity) -> None:
     """Let ``ps`` tell the ranks apart: ``ompy rank 3/8 of job 1a2b: python app.py``."""
     proctitle.set_title(
@@ -396,16 +512,20 @@ def init(environ: Mapping[str, str] | None = None) -> Runtime:
             return _runtime
         _component, module = select_module(environ)
         identity = module.identity()
+        services = module.job_services(identity)
         if environ is None:
             # Read: the processes this rank starts must not inherit the job's secret.
             os.environ.pop(SECRET, None)
         if identity.singleton:
             os.makedirs(identity.session_dir, mode=0o700, exist_ok=True)
-        runtime = Runtime(identity, connect_timeout=_connect_timeout())
+        runtime = Runtime(identity, connect_timeout=_connect_timeout(), services=services)
         output.name_process(f"rank {identity.rank}")
         if not identity.singleton:
             _show_identity(identity)
             sys.excepthook = runtime._excepthook
+        if identity.direct:
+            _note_sys_exit()
+            _clean_up_on_sigterm(identity.session_dir)
         atexit.register(runtime._at_exit)
         _runtime = runtime
         return runtime

@@ -84,6 +84,10 @@ class Identity:
     rank_nodes: tuple[int, ...] = attrs.field(default=(), converter=_ints)
     #: The name of every node of the job, by node id (given together with ``rank_nodes``).
     node_names: tuple[str, ...] = attrs.field(default=(), converter=_strs)
+    #: Started directly by a resource manager (``srun``): no control server (``server`` is
+    #: None); the ess module's job services stand in for it.  A secret is still required:
+    #: the transports authenticate their peers with it.
+    direct: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.rank >= self.size:
@@ -102,7 +106,13 @@ class Identity:
             raise ValueError(f"the job secret must be {SECRET_SIZE} bytes, got {len(self.secret)}")
         if self.rank_nodes or self.node_names:
             self._check_job_map()
-        if not self.singleton and (self.server is None or self.secret is None):
+        if self.direct:
+            if self.singleton or self.server is not None or self.secret is None:
+                raise ValueError(
+                    "a directly launched rank has the job secret but no control server, and "
+                    "is not a singleton"
+                )
+        elif not self.singleton and (self.server is None or self.secret is None):
             raise ValueError(
                 "a launched rank needs the address of the launcher's control server and the "
                 "job secret"
