@@ -28,6 +28,8 @@ from .communicator import Communicator
 from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
 from .info import INFO_NULL, Info, info_items
+from .inter_create import compare as compare_inter
+from .inter_creation import IntercommCreation
 from .internal import allgather
 from .p2p import PointToPoint
 
@@ -81,7 +83,11 @@ class Comm(
     @classmethod
     def _class_for(cls, referent: object) -> type[Self]:
         if cls is Comm and referent is not None:
-            return Intracomm  # type: ignore[return-value]  # every ompy communicator is intra
+            if referent.is_inter:  # type: ignore[attr-defined]  # a Communicator
+                from .intercomm import Intercomm
+
+                return Intercomm  # type: ignore[return-value]
+            return Intracomm  # type: ignore[return-value]
         return cls
 
     def _free(self) -> None:
@@ -124,6 +130,8 @@ class Comm(
         other = comm._live("Comm.Compare")
         if mine is other:
             return IDENT
+        if mine.is_inter or other.is_inter:
+            return compare_inter(mine, other)
         if mine.world_ranks == other.world_ranks:
             return CONGRUENT
         if set(mine.world_ranks) == set(other.world_ranks):
@@ -132,13 +140,11 @@ class Comm(
 
     def Is_inter(self) -> bool:
         """Return whether the communicator is an inter-communicator."""
-        self._live("Comm.Is_inter")
-        return False
+        return self._live("Comm.Is_inter").is_inter
 
     def Is_intra(self) -> bool:
         """Return whether the communicator is an intra-communicator."""
-        self._live("Comm.Is_intra")
-        return True
+        return not self._live("Comm.Is_intra").is_inter
 
     is_inter = GetProperty(Is_inter, "Is inter-communicator.")
     is_intra = GetProperty(Is_intra, "Is intra-communicator.")
@@ -267,7 +273,7 @@ class Comm(
         c.instance.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
-class Intracomm(Comm, Collectives):
+class Intracomm(Comm, Collectives, IntercommCreation):
     """Intra-communicator."""
 
     __slots__ = ()

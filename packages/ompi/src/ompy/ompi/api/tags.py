@@ -17,6 +17,8 @@ from typing import Final
 TAG_BARRIER: Final = -100
 TAG_GATHER: Final = -101
 TAG_SCATTER: Final = -102
+#: The leaders of an intercommunicator's two groups, building a communicator from it.
+TAG_INTER: Final = -103
 
 #: The first channel tag of the out-of-band buffers of pickled messages.
 PICKLE_CHANNEL_BASE: Final = -(1 << 20)
