@@ -22,6 +22,7 @@ from .interface import (
     CollComponent,
     CollModule,
     Combine,
+    InterCollComm,
 )
 
 framework = Framework.of(
@@ -41,5 +42,6 @@ __all__ = [
     "CollComponent",
     "CollModule",
     "Combine",
+    "InterCollComm",
     "framework",
 ]
