@@ -278,6 +278,13 @@ class Intracomm(Comm, Collectives, IntercommCreation):
 
     __slots__ = ()
 
+    def __new__(cls, comm: Comm | None = None) -> Self:
+        handle = super().__new__(cls, comm)
+        c = handle._c
+        if c is not None and c.is_inter:
+            raise TypeError("Intracomm(): expecting an intracommunicator, not an intercommunicator")
+        return handle
+
     def Create_group(self, group: Group, tag: int = 0) -> Intracomm:
         """Create communicator from group (called by the group's members only)."""
         c = self._live("Comm.Create_group")

@@ -65,13 +65,25 @@ class Bridge:
             raise MPIException(ERR_COMM, f"{inter.name} is not an intercommunicator")
         return cls(local, 0, inter, 0, TAG_INTER)
 
-    def exchange(self, value: Any) -> Any:
-        """The other group's ``value`` (the leader's ``value`` is what its group sends)."""
+    def exchange(self, value: Any, problem: tuple[int, str] | None = None) -> Any:
+        """The other group's ``value`` (the leader's ``value`` is what its group sends).
+
+        ``problem`` (the leader's: an error class and message) is raised by every member of
+        the leader's group instead: the leader tells its group rather than the other leader,
+        so no member of its group is left waiting.
+        """
         data = None
         if self.local.rank == self.leader:
-            assert self.peer is not None  # checked by the callers at the leader
-            data = bytes(_swap(self.peer, self.remote_leader, self.tag, pickle.dumps(value)))
-        return pickle.loads(bcast_bytes(self.local, data, self.leader))
+            if problem is not None:
+                data = pickle.dumps((False, problem))
+            else:
+                assert self.peer is not None  # checked by the callers at the leader
+                theirs = _swap(self.peer, self.remote_leader, self.tag, pickle.dumps(value))
+                data = pickle.dumps((True, pickle.loads(theirs)))
+        ok, answer = pickle.loads(bcast_bytes(self.local, data, self.leader))
+        if not ok:
+            raise MPIException(*answer)
+        return answer
 
     def allgather(self, value: Any) -> tuple[list[Any], list[Any]]:
         """Every member's ``value``: this group's in rank order, and the other group's."""
@@ -160,31 +172,13 @@ def create_intercomm(
             f"{call}: local_leader {local_leader} is not a rank of the local communicator of "
             f"size {local_comm.size}",
         )
+    problem = None
     if local_comm.rank == local_leader:
-        if peer_comm is None:
-            raise MPIException(
-                ERR_COMM, f"{call}: the local leader needs a peer communicator, not COMM_NULL"
-            )
-        if not 0 <= remote_leader < peer_comm.size:
-            raise MPIException(
-                ERR_RANK,
-                f"{call}: remote_leader {remote_leader} is not a rank of the peer "
-                f"communicator of size {peer_comm.size}",
-            )
-        if peer_comm.world_ranks[remote_leader] in local_comm.world_ranks:
-            raise MPIException(
-                ERR_RANK,
-                f"{call}: the remote leader (rank {remote_leader} of the peer communicator) "
-                "belongs to the local group; it must lead the other group",
-            )
-        if not 0 <= tag <= peer_comm.tag_ub:
-            raise MPIException(
-                ERR_TAG, f"{call}: tag {tag} is not in 0..{peer_comm.tag_ub} (TAG_UB)"
-            )
+        problem = _leader_problem(local_comm, peer_comm, remote_leader, tag, call)
     instance = local_comm.instance
     bridge = Bridge(local_comm, local_leader, peer_comm, remote_leader, tag)
     mine = tuple(local_comm.world_ranks)
-    theirs: tuple[int, ...] = tuple(bridge.exchange(mine))
+    theirs: tuple[int, ...] = tuple(bridge.exchange(mine, problem))
     _overlap_check(mine, theirs, call)
     local_cid = agree_context_id(local_comm)
     local = private_local(instance, local_cid, mine)
@@ -195,6 +189,32 @@ def create_intercomm(
     inter.session = local_comm.session
     inter.errhandler = local_comm.errhandler
     return inter
+
+
+def _leader_problem(
+    local_comm: Communicator,
+    peer_comm: Communicator | None,
+    remote_leader: int,
+    tag: int,
+    call: str,
+) -> tuple[int, str] | None:
+    """What is wrong with the leader's arguments of ``Create_intercomm`` (error class and
+    message), or None."""
+    if peer_comm is None:
+        return ERR_COMM, f"{call}: the local leader needs a peer communicator, not COMM_NULL"
+    if not 0 <= remote_leader < peer_comm.size:
+        return ERR_RANK, (
+            f"{call}: remote_leader {remote_leader} is not a rank of the peer communicator of "
+            f"size {peer_comm.size}"
+        )
+    if peer_comm.world_ranks[remote_leader] in local_comm.world_ranks:
+        return ERR_RANK, (
+            f"{call}: the remote leader (rank {remote_leader} of the peer communicator) belongs "
+            "to the local group; it must lead the other group (the groups must be disjoint)"
+        )
+    if not 0 <= tag <= peer_comm.tag_ub:
+        return ERR_TAG, f"{call}: tag {tag} is not in 0..{peer_comm.tag_ub} (TAG_UB)"
+    return None
 
 
 def create_from_groups(

@@ -15,12 +15,12 @@ from typing import Self
 
 from ..accessors import GetProperty
 from ..constants import UNDEFINED
-from ..errors import ERR_ARG, ERR_COMM
+from ..errors import ERR_ARG
 from ..errors import Exception as MPIException
 from ..group import Group
 from .attributes import copy_attributes
 from .checks import as_int
-from .comm import Comm, Intracomm
+from .comm import COMM_TYPE_SHARED, Comm, Intracomm
 from .errhandler import Errhandler, errhandler_object
 from .info import INFO_NULL, Info, info_items
 from .inter_collective import InterCollectives
@@ -31,6 +31,13 @@ class Intercomm(Comm, InterCollectives):
     """Inter-communicator."""
 
     __slots__ = ()
+
+    def __new__(cls, comm: Comm | None = None) -> Self:
+        handle = super().__new__(cls, comm)
+        c = handle._c
+        if c is not None and not c.is_inter:
+            raise TypeError("Intercomm(): expecting an intercommunicator, not an intracommunicator")
+        return handle
 
     # -- the remote group ----------------------------------------------------------------------
 
@@ -105,13 +112,26 @@ class Intercomm(Comm, InterCollectives):
         return Intercomm._of(create(c, group, "Comm.Create"))
 
     def Split_type(self, split_type: int, key: int = 0, info: Info = INFO_NULL) -> Comm:
-        """Not defined on an inter-communicator (MPI splits a group, not two)."""
-        self._live("Comm.Split_type")
-        raise MPIException(
-            ERR_COMM,
-            "Comm.Split_type: the communicator is an intercommunicator; split an "
-            "intracommunicator (Merge it first, or split the local group's communicator)",
-        )
+        """Split an inter-communicator by type: COMM_TYPE_SHARED pairs the processes of each
+        node in one group with those of the same node in the other (COMM_NULL where the
+        other group has none there); UNDEFINED gives COMM_NULL."""
+        call = "Comm.Split_type"
+        c = self._live(call)
+        split_type = as_int(split_type, f"{call}: split_type")
+        key = as_int(key, f"{call}: key")
+        hints = info_items(info, call)
+        if split_type == UNDEFINED:
+            return Intercomm._of(split(c, UNDEFINED, key))
+        if split_type != COMM_TYPE_SHARED:
+            raise MPIException(
+                ERR_ARG,
+                f"{call}: split type {split_type} is not supported on an intercommunicator "
+                "(use MPI.COMM_TYPE_SHARED or MPI.UNDEFINED)",
+            )
+        new = split(c, c.instance.procs[c.instance.world_rank].node_id, key)
+        if new is not None:
+            new.hints = hints
+        return Intercomm._of(new)
 
     def Merge(self, high: bool = False) -> Intracomm:
         """Merge an inter-communicator into one intra-communicator: the group passing
