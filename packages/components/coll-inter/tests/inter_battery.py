@@ -357,6 +357,12 @@ def everyone(t: Battery, shape: str, ic: Any, mine: list[int], theirs: list[int]
         _call(ic, "Reduce_scatter", nb, data(t.me, total), out, counts, op=MPI.SUM)
         expect = sum(data(w, total) for w in theirs)[start : start + counts[rank]]
         t.check(f"{case}: Reduce_scatter", np.allclose(out, expect))
+    # a user operation that is associative but not commutative: the lowest rank's value wins
+    first = MPI.Op.Create(_keep_first, commute=False)
+    out = np.full(K, -1.0)
+    ic.Allreduce(data(t.me), out, op=first)
+    first.Free()
+    t.check(f"{shape}: Allreduce keeps rank order", np.array_equal(out, data(theirs[0])))
     # objects
     t.check(f"{shape}: allgather object", ic.allgather(("a", t.me)) == [("a", w) for w in theirs])
     items = [("t", t.me, b) for b in range(remote)]
@@ -401,6 +407,11 @@ def everyone(t: Battery, shape: str, ic: Any, mine: list[int], theirs: list[int]
         f"{shape}: IN_PLACE refused", _value_error(lambda: ic.Allreduce(MPI.IN_PLACE, np.zeros(1)))
     )
     t.check(f"{shape}: no Scan", not hasattr(ic, "Scan") and not hasattr(ic, "exscan"))
+
+
+def _keep_first(inbuf: Any, inoutbuf: Any, datatype: Any) -> None:
+    """``inout = in op inout`` with ``a op b = a``: ``in`` holds the lower ranks' data."""
+    np.frombuffer(inoutbuf, dtype="d")[:] = np.frombuffer(inbuf, dtype="d")
 
 
 def _value_error(action: Callable[[], Any]) -> bool:
