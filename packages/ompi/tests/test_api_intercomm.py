@@ -229,3 +229,59 @@ def test_only_coll_inter_serves_an_intercommunicator():
         return providers, scan
 
     assert run_ranks(make_world(2), body) == [({"inter"}, None)] * 2
+
+
+def test_every_point_to_point_form_crosses_the_groups():
+    def body(world):
+        inter, local, low = _halves(world, 2)  # ranks 0, 1 against ranks 2, 3
+        peer = inter.rank  # the process of the same rank in the other group
+        me = float(world.Get_rank())
+        got = {}
+        # persistent requests
+        out = np.zeros(1)
+        recv = inter.Recv_init(out, peer, 1)
+        send = inter.Send_init(np.array([me]), peer, 1)
+        MPI.Prequest.Startall([recv, send])
+        MPI.Request.Waitall([recv, send])
+        got["persistent"] = out[0]
+        recv.Free()
+        send.Free()
+        # matched probe and receive, synchronous and ready sends
+        if low:
+            inter.Ssend(np.array([me]), peer, 2)
+            inter.Barrier()  # the receive is posted before the ready send
+            inter.Rsend(np.array([me]), peer, 3)
+            status = MPI.Status()
+            message = inter.Mprobe(peer, 4, status)
+            got["mprobe"] = (status.Get_source(), message.recv())
+        else:
+            inter.Recv(out, peer, 2)
+            got["ssend"] = out[0]
+            ready = inter.Irecv(out, peer, 3)
+            inter.Barrier()
+            ready.Wait()
+            got["rsend"] = out[0]
+            inter.send(me, dest=peer, tag=4)
+        # send-receive, in place
+        buf = np.array([me])
+        inter.Sendrecv_replace(buf, dest=peer, sendtag=5, source=peer, recvtag=5)
+        got["sendrecv_replace"] = buf[0]
+        got["iprobe after"] = inter.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+        inter.Free()
+        local.Free()
+        return got
+
+    results = run_ranks(make_world(4), body)
+    assert results[0] == {
+        "persistent": 2.0,
+        "mprobe": (0, 2.0),
+        "sendrecv_replace": 2.0,
+        "iprobe after": False,
+    }
+    assert results[3] == {
+        "persistent": 1.0,
+        "ssend": 1.0,
+        "rsend": 1.0,
+        "sendrecv_replace": 1.0,
+        "iprobe after": False,
+    }
