@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ompy import MPI
 from ompy.ompi.api.testing import make_world, run_ranks
+from ompy.opal.mca.params import Registry
 
 
 def _halves(world, split_at=None):
@@ -285,3 +286,17 @@ def test_every_point_to_point_form_crosses_the_groups():
         "sendrecv_replace": 1.0,
         "iprobe after": False,
     }
+
+
+def test_without_coll_inter_a_collective_on_an_intercommunicator_fails_clearly():
+    def body(world):
+        inter, local, _ = _halves(world)
+        with pytest.raises(MPI.Exception, match="install ompy-coll-inter") as caught:
+            inter.Barrier()
+        inter.Free()
+        local.Free()
+        return caught.value.Get_error_class()
+
+    registry = Registry(environ={"OMPY_MCA_coll": "^inter"}, files=[])
+    results = run_ranks(make_world(2, registry=registry), body)
+    assert results == [MPI.ERR_UNSUPPORTED_OPERATION] * 2
