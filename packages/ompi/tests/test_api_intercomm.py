@@ -300,3 +300,22 @@ def test_without_coll_inter_a_collective_on_an_intercommunicator_fails_clearly()
     registry = Registry(environ={"OMPY_MCA_coll": "^inter"}, files=[])
     results = run_ranks(make_world(2, registry=registry), body)
     assert results == [MPI.ERR_UNSUPPORTED_OPERATION] * 2
+
+
+def test_dup_with_info_and_clone_keep_both_groups():
+    def body(world):
+        inter, local, _ = _halves(world)
+        info = MPI.Info.Create({"mpi_assert_no_any_tag": "true"})
+        dup = inter.Dup_with_info(info)
+        clone = inter.Clone()
+        result = (
+            type(dup) is MPI.Intercomm and type(clone) is MPI.Intercomm,
+            dup.Get_info().Get("mpi_assert_no_any_tag"),
+            dup.allgather(world.Get_rank()) == clone.allgather(world.Get_rank()),
+            inter.Compare(clone),
+        )
+        for comm in (dup, clone, inter, local):
+            comm.Free()
+        return result
+
+    assert run_ranks(make_world(3), body) == [(True, "true", True, MPI.CONGRUENT)] * 3
