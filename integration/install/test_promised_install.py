@@ -35,7 +35,7 @@ BASELINE = {
     "pml": {"ob1"},
     "bml": {"r2"},
     "btl": {"self", "sm", "tcp"},
-    "coll": {"basic", "tuned", "sm"},
+    "coll": {"basic", "tuned", "sm", "inter"},
     "op": {"ufunc"},
     "topo": {"basic"},
 }

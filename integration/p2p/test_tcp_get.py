@@ -67,6 +67,7 @@ DYING_SENDER = textwrap.dedent(
 
     class Comm:
         context_id, size, world_ranks, pml_state = 0, 2, (0, 1), None
+        remote_world_ranks = (0, 1)
 
     rank, directory = int(sys.argv[1]), sys.argv[2]
     environ = {"OMPY_MCA_btl": "self,tcp", "OMPY_MCA_btl_tcp_if_include": "lo"}

@@ -98,6 +98,7 @@ class _OneRankComm:
     rank = 0
     size = 1
     world_ranks = (0,)
+    remote_world_ranks = (0,)
     pml_state = None
 
 

@@ -40,7 +40,7 @@ STANDARD = SendMode.STANDARD
 class Comm:
     def __init__(self, rank: int, size: int) -> None:
         self.context_id, self.rank, self.size = 0, rank, size
-        self.world_ranks = tuple(range(size))
+        self.world_ranks = self.remote_world_ranks = tuple(range(size))
         self.pml_state = None
 
 

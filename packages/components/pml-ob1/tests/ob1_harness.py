@@ -34,6 +34,7 @@ class FakeComm:
         self.context_id = context_id
         self.rank = rank
         self.world_ranks = tuple(world_ranks)
+        self.remote_world_ranks = self.world_ranks  # an intracommunicator
         self.size = len(self.world_ranks)
         self.pml_state = None
 

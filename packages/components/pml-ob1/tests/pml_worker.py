@@ -33,7 +33,7 @@ DEADLINE = 90.0
 class Comm:
     def __init__(self, rank: int, size: int) -> None:
         self.context_id, self.rank, self.size = 0, rank, size
-        self.world_ranks = tuple(range(size))
+        self.world_ranks = self.remote_world_ranks = tuple(range(size))
         self.pml_state = None
 
 
@@ -143,7 +143,53 @@ def scenario_any_source(me: Rank) -> None:
         print(json.dumps({"sent": len(requests)}), flush=True)
 
 
-SCENARIOS = {"sizes": scenario_sizes, "any_source": scenario_any_source}
+class InterComm:
+    """An intercommunicator of world rank 0 with ranks 1..size-1 (the PML's view of it)."""
+
+    def __init__(self, rank: int, size: int) -> None:
+        others = tuple(range(1, size))
+        self.context_id = 5
+        self.world_ranks, self.remote_world_ranks = ((0,), others) if rank == 0 else (others, (0,))
+        self.rank, self.size = self.world_ranks.index(rank), len(self.world_ranks)
+        self.pml_state = None
+
+
+def scenario_inter(me: Rank) -> None:
+    """On an intercommunicator, ranks address the remote group: world rank 0 sends to remote
+    ranks 0..size-2 (world ranks 1..), eager, rendezvous and synchronous; each answers remote
+    rank 0, whose receives report the answering rank of the remote group as the source."""
+    inter = InterComm(me.rank, me.size)
+    me.pml.add_comm(inter)
+    sizes = [7, 300_000]
+    if me.rank == 0:
+        requests = [
+            me.pml.isend(parse_buffer(pattern(n, dest)), dest, 4, inter, mode)
+            for dest in range(me.size - 1)
+            for n, mode in zip(sizes, (SendMode.STANDARD, SendMode.SYNCHRONOUS), strict=True)
+        ]
+        answers = {}
+        for _ in range(me.size - 1):
+            out = np.empty(8, np.int64)
+            request = me.pml.irecv(parse_buffer(out, readonly=False), ANY_SOURCE, 6, inter)
+            me.wait(request)
+            answers[request.source] = int(out[0])
+        me.wait(*requests)
+        assert answers == {r: r + 1 for r in range(me.size - 1)}, answers
+        print(json.dumps({"answers": len(answers)}), flush=True)
+    else:
+        for n in sizes:
+            out = np.empty(n, np.uint8)
+            request = me.pml.irecv(parse_buffer(out, readonly=False), 0, 4, inter)
+            me.wait(request)
+            assert (request.source, request.count) == (0, n)
+            assert digest(out) == digest(pattern(n, inter.rank)), "wrong data across"
+        answer = np.full(8, me.rank, np.int64)
+        me.wait(me.pml.isend(parse_buffer(answer), 0, 6, inter, SendMode.STANDARD))
+        print(json.dumps({"received": len(sizes)}), flush=True)
+    me.pml.del_comm(inter)
+
+
+SCENARIOS = {"sizes": scenario_sizes, "any_source": scenario_any_source, "inter": scenario_inter}
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""ob1 between real processes over loopback TCP: sizes up to 64 MiB, striping, ANY_SOURCE.
+"""ob1 between real processes over loopback TCP: sizes up to 64 MiB, striping, ANY_SOURCE,
+an intercommunicator (peers addressed through ``remote_world_ranks``).
 
 Each test starts the ranks (``pml_worker.py``), which meet through a directory modex and set
 up their PML as MPI init does.  Every test has a timeout and checks that no rank is left over.
@@ -63,3 +64,8 @@ def test_messages_of_every_size_up_to_64_mib_arrive_intact_striped_over_two_link
 def test_any_source_keeps_each_senders_order_among_three_processes(tmp_path):
     reports = run_ranks(tmp_path, 3, "any_source", {})
     assert reports == [{"matched": 14}, {"sent": 8}, {"sent": 7}]
+
+
+def test_an_intercommunicator_addresses_the_remote_group(tmp_path):
+    reports = run_ranks(tmp_path, 3, "inter", {})
+    assert reports == [{"answers": 2}, {"received": 2}, {"received": 2}]

@@ -54,6 +54,7 @@ from ompy.ompi.api.init import (
     Query_thread,
     init_on_import,
 )
+from ompy.ompi.api.intercomm import Intercomm
 from ompy.ompi.api.memory import Aint_add, Aint_diff, Alloc_mem, Free_mem, Get_address
 from ompy.ompi.api.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from ompy.ompi.api.request import (
@@ -241,6 +242,7 @@ __all__ = [
     "InPlaceType",
     "Init",
     "Init_thread",
+    "Intercomm",
     "Intracomm",
     "Is_finalized",
     "Is_initialized",

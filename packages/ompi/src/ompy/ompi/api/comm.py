@@ -30,6 +30,8 @@ from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
 from .idup import CommIdup
 from .info import INFO_NULL, Info, info_items
+from .inter_create import compare as compare_inter
+from .inter_creation import IntercommCreation
 from .internal import allgather
 from .p2p import PointToPoint
 from .partitioned import PartitionedComm
@@ -92,8 +94,12 @@ class Comm(
     @classmethod
     def _class_for(cls, referent: object) -> type[Self]:
         if cls is Comm and referent is not None:
-            # every ompy communicator is intra; a topology one is of its topology's class
             assert isinstance(referent, Communicator)
+            if referent.is_inter:
+                from .intercomm import Intercomm
+
+                return Intercomm  # type: ignore[return-value]
+            # a topology communicator is of its topology's class
             return handle_class(referent, Intracomm)
         return cls
 
@@ -137,6 +143,8 @@ class Comm(
         other = comm._live("Comm.Compare")
         if mine is other:
             return IDENT
+        if mine.is_inter or other.is_inter:
+            return compare_inter(mine, other)
         if mine.world_ranks == other.world_ranks:
             return CONGRUENT
         if set(mine.world_ranks) == set(other.world_ranks):
@@ -145,13 +153,11 @@ class Comm(
 
     def Is_inter(self) -> bool:
         """Return whether the communicator is an inter-communicator."""
-        self._live("Comm.Is_inter")
-        return False
+        return self._live("Comm.Is_inter").is_inter
 
     def Is_intra(self) -> bool:
         """Return whether the communicator is an intra-communicator."""
-        self._live("Comm.Is_intra")
-        return True
+        return not self._live("Comm.Is_intra").is_inter
 
     is_inter = GetProperty(Is_inter, "Is inter-communicator.")
     is_intra = GetProperty(Is_intra, "Is intra-communicator.")
@@ -273,10 +279,17 @@ class Comm(
         c.instance.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
-class Intracomm(Comm, Collectives, PersistentCollectives, TopologyConstructors):
+class Intracomm(Comm, Collectives, PersistentCollectives, TopologyConstructors, IntercommCreation):
     """Intra-communicator."""
 
     __slots__ = ()
+
+    def __new__(cls, comm: Comm | None = None) -> Self:
+        handle = super().__new__(cls, comm)
+        c = handle._c
+        if c is not None and c.is_inter:
+            raise TypeError("Intracomm(): expecting an intracommunicator, not an intercommunicator")
+        return handle
 
     def Create_group(self, group: Group, tag: int = 0) -> Intracomm:
         """Create communicator from group (called by the group's members only)."""

@@ -1,8 +1,16 @@
 """What a communicator is underneath its handles: the object the PML works with.
 
 The PML's contract: ``context_id`` (the same on every member, unique among this process's live
-communicators), ``rank``, ``size``, ``world_ranks`` (communicator rank -> world rank) and a
-writable ``pml_state``.  The API layer adds what its own calls need.
+communicators), ``rank``, ``size``, ``world_ranks`` (communicator rank -> world rank),
+``remote_world_ranks`` (the ranks point-to-point calls address -> world rank) and a writable
+``pml_state``.  The API layer adds what its own calls need.
+
+An intercommunicator is a communicator with a remote group: ``rank``, ``size``, ``world_ranks``
+and ``group`` are its local group's, ``remote_world_ranks``, ``remote_size`` and
+``remote_group`` the remote group's, and ``local_comm`` is a private intracommunicator over the
+local group (its own context id) that the intercommunicator's collectives and constructors use
+for their steps within one group.  For an intracommunicator ``remote_world_ranks`` is
+``world_ranks``, ``remote_size`` is ``size`` and ``remote_group``/``local_comm`` are None.
 """
 
 from __future__ import annotations
@@ -33,11 +41,15 @@ class Communicator:
         "group",
         "hints",
         "instance",
+        "local_comm",
         "name",
         "pml",
         "pml_state",
         "predefined",
         "rank",
+        "remote_group",
+        "remote_size",
+        "remote_world_ranks",
         "session",
         "size",
         "tag_ub",
@@ -53,6 +65,7 @@ class Communicator:
         name: str,
         *,
         predefined: bool = False,
+        remote_world_ranks: tuple[int, ...] | None = None,
     ) -> None:
         self.instance = instance
         self.pml = instance.pml
@@ -63,6 +76,16 @@ class Communicator:
         self.size = len(world_ranks)
         self.rank = world_ranks.index(instance.world_rank)
         self.group = Group.from_procs(world_ranks, instance.world_rank, instance)
+        #: The peers of point-to-point calls (module docstring): the remote group, if any.
+        self.remote_world_ranks = world_ranks if remote_world_ranks is None else remote_world_ranks
+        self.remote_size = len(self.remote_world_ranks)
+        self.remote_group: Group | None = (
+            None
+            if remote_world_ranks is None
+            else Group.from_procs(remote_world_ranks, instance.world_rank, instance)
+        )
+        #: An intercommunicator's private intracommunicator over its local group.
+        self.local_comm: Communicator | None = None
         self.name = name
         self.predefined = predefined
         self.freed = False
@@ -97,22 +120,40 @@ class Communicator:
         *,
         predefined: bool = False,
         topo: Topology | None = None,
+        remote_world_ranks: tuple[int, ...] | None = None,
+        local_comm: Communicator | None = None,
     ) -> Communicator:
         """A new communicator, registered with the PML before any message can use it.
 
         Its topology is set before the coll framework selects for it, so that components
-        can decide by it (neighbor collectives need one).
+        can decide by it (neighbor collectives need one).  With ``remote_world_ranks`` it is
+        an intercommunicator whose local group is ``world_ranks``; ``local_comm`` (required
+        then) is its private local communicator.
         """
-        comm = cls(instance, context_id, world_ranks, name, predefined=predefined)
+        comm = cls(
+            instance,
+            context_id,
+            world_ranks,
+            name,
+            predefined=predefined,
+            remote_world_ranks=remote_world_ranks,
+        )
         comm.topo = topo
+        comm.local_comm = local_comm
         with instance.engine.lock:  # THREAD_MULTIPLE: cids is shared with other agreements
             instance.cids.add(context_id)
             instance.pml.add_comm(comm)
         comm.coll = comm_select(comm)
         return comm
 
+    @property
+    def is_inter(self) -> bool:
+        """Whether this is an intercommunicator (it has a remote group)."""
+        return self.remote_group is not None
+
     def destroy(self) -> None:
-        """Drop the PML's state and give the context id back."""
+        """Drop the PML's state and give the context id back (an intercommunicator's local
+        communicator with it)."""
         if self.freed:
             return
         self.freed = True
@@ -120,6 +161,8 @@ class Communicator:
         with self.instance.engine.lock:
             self.pml.del_comm(self)
             self.instance.cids.discard(self.context_id)
+        if self.local_comm is not None:
+            self.local_comm.destroy()
 
     def __repr__(self) -> str:
         return f"<Communicator {self.name!r} cid={self.context_id} rank={self.rank}/{self.size}>"

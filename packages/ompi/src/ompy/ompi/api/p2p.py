@@ -79,16 +79,16 @@ class PointToPoint:
 
     def _send_args(self, call: str, dest: Any, tag: Any) -> tuple[Communicator, int, int]:
         c = self._live(call)
-        if type(dest) is not int or not 0 <= dest < c.size:
-            dest = dest_rank(dest, c.size, call)
+        if type(dest) is not int or not 0 <= dest < c.remote_size:
+            dest = dest_rank(dest, c.remote_size, call)
         if type(tag) is not int or not 0 <= tag <= c.tag_ub:
             tag = send_tag(tag, c.tag_ub, call)
         return c, dest, tag
 
     def _recv_args(self, call: str, source: Any, tag: Any) -> tuple[Communicator, int, int]:
         c = self._live(call)
-        if type(source) is not int or not (0 <= source < c.size or source == ANY_SOURCE):
-            source = source_rank(source, c.size, call)
+        if type(source) is not int or not (0 <= source < c.remote_size or source == ANY_SOURCE):
+            source = source_rank(source, c.remote_size, call)
         if type(tag) is not int or not (0 <= tag <= c.tag_ub or tag == ANY_TAG):
             tag = recv_tag(tag, c.tag_ub, call)
         return c, source, tag
@@ -119,8 +119,8 @@ class PointToPoint:
         c = self._c
         if c is None or c.freed:
             c = self._live("Comm.Send")
-        if type(dest) is not int or not 0 <= dest < c.size:
-            dest = dest_rank(dest, c.size, "Comm.Send")
+        if type(dest) is not int or not 0 <= dest < c.remote_size:
+            dest = dest_rank(dest, c.remote_size, "Comm.Send")
         if type(tag) is not int or not 0 <= tag <= c.tag_ub:
             tag = send_tag(tag, c.tag_ub, "Comm.Send")
         if dest == PROC_NULL:
@@ -146,8 +146,8 @@ class PointToPoint:
         c = self._c  # _recv_args, inlined as in Send
         if c is None or c.freed:
             c = self._live("Comm.Recv")
-        if type(source) is not int or not (0 <= source < c.size or source == ANY_SOURCE):
-            source = source_rank(source, c.size, "Comm.Recv")
+        if type(source) is not int or not (0 <= source < c.remote_size or source == ANY_SOURCE):
+            source = source_rank(source, c.remote_size, "Comm.Recv")
         if type(tag) is not int or not (0 <= tag <= c.tag_ub or tag == ANY_TAG):
             tag = recv_tag(tag, c.tag_ub, "Comm.Recv")
         if source == PROC_NULL:
@@ -379,8 +379,8 @@ class PointToPoint:
         c = self._c  # _send_args, inlined as in Send
         if c is None or c.freed:
             c = self._live("Comm.send")
-        if type(dest) is not int or not 0 <= dest < c.size:
-            dest = dest_rank(dest, c.size, "Comm.send")
+        if type(dest) is not int or not 0 <= dest < c.remote_size:
+            dest = dest_rank(dest, c.remote_size, "Comm.send")
         if type(tag) is not int or not 0 <= tag <= c.tag_ub:
             tag = send_tag(tag, c.tag_ub, "Comm.send")
         if dest == PROC_NULL:
@@ -411,8 +411,8 @@ class PointToPoint:
         c = self._c  # _recv_args, inlined as in Recv
         if c is None or c.freed:
             c = self._live("Comm.recv")
-        if type(source) is not int or not (0 <= source < c.size or source == ANY_SOURCE):
-            source = source_rank(source, c.size, "Comm.recv")
+        if type(source) is not int or not (0 <= source < c.remote_size or source == ANY_SOURCE):
+            source = source_rank(source, c.remote_size, "Comm.recv")
         if type(tag) is not int or not (0 <= tag <= c.tag_ub or tag == ANY_TAG):
             tag = recv_tag(tag, c.tag_ub, "Comm.recv")
         if source == PROC_NULL:

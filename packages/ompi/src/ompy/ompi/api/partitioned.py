@@ -79,7 +79,7 @@ class PartitionedComm:
         call = "Comm.Psend_init"
         c = self._live(call)
         count = _partitions(partitions, call)
-        dest = dest_rank(dest, c.size, call)
+        dest = dest_rank(dest, c.remote_size, call)
         tag = send_tag(tag, c.tag_ub, call)
         info_items(info, call)  # no hints are acted on; the type is checked
         if dest == PROC_NULL:
@@ -100,7 +100,7 @@ class PartitionedComm:
         call = "Comm.Precv_init"
         c = self._live(call)
         count = _partitions(partitions, call)
-        source = source_rank(source, c.size, call)
+        source = source_rank(source, c.remote_size, call)
         tag = recv_tag(tag, c.tag_ub, call)
         check_no_wildcards(source, tag, call)
         info_items(info, call)

@@ -146,7 +146,7 @@ class PartitionedSend:
         self.piece = self.nbytes // partitions
         self.proc_null = dest < 0
         book: PartitionBook = comm.instance.partitioned
-        peer = -1 if self.proc_null else comm.world_ranks[dest]
+        peer = -1 if self.proc_null else comm.remote_world_ranks[dest]
         self.sequence = book.draw_sequence(book.sends, (comm.context_id, peer, tag))
         self.channel: int | None = None
         self.matched = False
@@ -281,7 +281,7 @@ class PartitionedRecv:
         self.nbytes = spec.nbytes
         self.proc_null = source < 0
         book: PartitionBook = comm.instance.partitioned
-        self.peer = -1 if self.proc_null else comm.world_ranks[source]
+        self.peer = -1 if self.proc_null else comm.remote_world_ranks[source]
         self.sequence = book.draw_sequence(book.receives, (comm.context_id, self.peer, tag))
         self.key: Key = (comm.context_id, self.peer, tag, self.sequence)
         #: The sender's side, once matched: channel, partitions, bytes per partition.
@@ -446,7 +446,7 @@ class _SetupArrival:
         if request.exception is not None or request.view is None:
             return  # the communicator is going away; its receives fail with it
         tag, sequence, channel, partitions, nbytes = _SETUP.unpack(bytes(request.view))
-        peer = comm.world_ranks[source]
+        peer = comm.remote_world_ranks[source]
         key = (comm.context_id, peer, tag, sequence)
         receive = book.waiting.pop(key, None)
         if receive is None:

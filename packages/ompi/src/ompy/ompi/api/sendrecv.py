@@ -107,9 +107,9 @@ class SendReceive:
         self, call: str, dest: Any, sendtag: Any, source: Any, recvtag: Any
     ) -> tuple[Communicator, int, int, int, int]:
         c = self._live(call)
-        dest = dest_rank(dest, c.size, call)
+        dest = dest_rank(dest, c.remote_size, call)
         sendtag = send_tag(sendtag, c.tag_ub, call)
-        source = source_rank(source, c.size, call)
+        source = source_rank(source, c.remote_size, call)
         recvtag = recv_tag(recvtag, c.tag_ub, call)
         return c, dest, sendtag, source, recvtag
 

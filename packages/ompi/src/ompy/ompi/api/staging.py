@@ -131,9 +131,9 @@ class Staging:
         self._loads.append(fill)
 
     def arch(self, rank: int) -> Arch:
-        """The architecture member ``rank`` of the communicator published."""
+        """The architecture the peer ``rank`` (of the remote group, if any) published."""
         assert self.archs is not None
-        return self.archs.of(self.comm.world_ranks[rank])
+        return self.archs.of(self.comm.remote_world_ranks[rank])
 
     def per(self, spec: BufferSpec) -> int:
         """Predefined elements per element of ``spec``'s datatype, as reductions count them."""

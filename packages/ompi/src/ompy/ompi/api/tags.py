@@ -23,6 +23,8 @@ TAG_GATHER: Final = -101
 TAG_SCATTER: Final = -102
 #: Setup messages of partitioned sends (:mod:`.partitions`).
 TAG_PART_SETUP: Final = -103
+#: The leaders of an intercommunicator's two groups, building a communicator from it.
+TAG_INTER: Final = -104
 
 #: The first channel tag of the out-of-band buffers of pickled messages.
 PICKLE_CHANNEL_BASE: Final = -(1 << 20)

@@ -197,7 +197,7 @@ class LoopbackPml(PmlModule):
         synchronous = mode is SendMode.SYNCHRONOUS
         message = LoopbackMessage(comm.rank, tag, bytes(data), request if synchronous else None)
         with self.fabric.lock:
-            queue = self.fabric.queue(comm.context_id, comm.world_ranks[dest])
+            queue = self.fabric.queue(comm.context_id, comm.remote_world_ranks[dest])
             for posted in queue.posted:
                 if _matches(comm.rank, tag, posted.want_source, posted.want_tag):
                     queue.posted.remove(posted)

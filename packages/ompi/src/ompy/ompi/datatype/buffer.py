@@ -156,7 +156,10 @@ def parse_buffer(msg: Any, *, readonly: bool = True, in_place: bool = False) -> 
         datatype = _SIMPLE_FORMATS.get(view.format)
         if datatype is not None and view.c_contiguous and (readonly or not view.readonly):
             if view.ndim != 1 or view.format != "B":
-                view = view.cast("B")
+                try:
+                    view = view.cast("B")
+                except TypeError:  # an empty array with a zero in its shape: (3, 0)
+                    view = memoryview(bytearray(0))
             return BufferSpec(view, view.nbytes // datatype.layout.extent, datatype, view)
     elif msg is IN_PLACE:
         if not in_place:

@@ -25,6 +25,7 @@ from .interface import (
     CollComponent,
     CollModule,
     Combine,
+    InterCollComm,
     PersistentCollective,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "CollComponent",
     "CollModule",
     "Combine",
+    "InterCollComm",
     "PersistentCollective",
     "framework",
 ]

@@ -100,6 +100,34 @@ A blocking operation that no module implements is served by waiting on the best 
 one, so a component may implement nonblocking forms only.  The converse is not true: a module
 that implements only blocking forms leaves the nonblocking ones to others.
 
+Intercommunicators
+------------------
+An intercommunicator (``comm.is_inter``) joins two disjoint groups; only components written
+for it serve it (``ompy-coll-inter``), every other component declines it in ``query``.  Its
+operations have the names and signatures above with MPI's intercommunicator meaning:
+``comm.rank``/``comm.size`` are the local group's, ``comm.remote_size`` the remote group's,
+point-to-point on ``comm`` addresses the remote group, and ``comm.local_comm`` is a private
+intracommunicator over the local group (no coll table of its own: point to point only), on
+which a module may use the tag of the call on ``comm``.  Roots are ``ROOT`` (the root),
+``PROC_NULL`` (the other members of the root's group: they take part in nothing but the call)
+or the root's rank in the remote group; an argument a process does not use is None there:
+
+- ``bcast``: the root's ``spec`` goes to every process of the other group;
+- ``gather(v)``: at ``ROOT`` the receive blocks (one per remote rank, ``sendspec`` None); in
+  the other group ``sendspec`` (``recvspec`` None); ``scatter(v)`` the other way round;
+- ``allgather(v)``: each process receives one block from each remote rank;
+- ``alltoall(v/w)``: block ``i`` to remote rank ``i``, block ``j`` from remote rank ``j``;
+- ``reduce``: the reduction of the other group's ``sendspec`` lands in the root's
+  ``recvspec``; ``allreduce``: each group receives the reduction of the other group's data;
+- ``reduce_scatter(_block)``: the reduction of one group's ``sendspec`` (``sum(recvcounts)``,
+  or ``size * recvspec.count``, elements, the same total in both groups) is scattered over the
+  other group by its ``recvcounts``;
+- ``IN_PLACE`` never occurs; ``scan``/``exscan`` and their object forms are not defined;
+- object forms: ``bcast_object``/``scatter_object`` return None at the root's group,
+  ``gather_object``/``reduce_object`` give the result at ``ROOT`` only, ``allgather_object`` and
+  ``alltoall_object`` lists over the remote group, ``allreduce_object`` the other group's
+  reduction.
+
 Tags and ordering
 -----------------
 MPI requires the members of a communicator to call its collectives in the same order, and
@@ -400,6 +428,18 @@ class CollComm(PmlComm, Protocol):
     def topo(self) -> Topology | None:
         """The process topology (neighbor collectives): None for a communicator without one."""
         ...
+
+    @property
+    def is_inter(self) -> bool: ...
+
+
+class InterCollComm(CollComm, Protocol):
+    """What a coll module sees of an intercommunicator (see "Intercommunicators" above)."""
+
+    @property
+    def remote_size(self) -> int: ...
+    @property
+    def local_comm(self) -> CollComm | None: ...
 
 
 class CollModule:

@@ -44,8 +44,13 @@ class SendMode(enum.Enum):
 class PmlComm(Protocol):
     """What the PML sees of a communicator (the API's ``Communicator`` has this shape).
 
-    ``world_ranks[r]`` is the world rank of communicator rank ``r``; ``context_id`` is the same
-    on every member and unique among this process's live communicators.  ``pml_state`` is the
+    ``world_ranks[r]`` is the world rank of communicator rank ``r`` (of the caller's own group);
+    ``remote_world_ranks[r]`` the world rank of the process a point-to-point call to or from
+    rank ``r`` addresses: the remote group's for an intercommunicator, the same ranks as
+    ``world_ranks`` for an intracommunicator.  ``rank`` and ``size`` are the caller's rank in
+    its own group and that group's size; a message carries its sender's ``rank``, which the
+    receiver reads as a rank of its remote group.  ``context_id`` is the same on every member
+    (of both groups) and unique among this process's live communicators.  ``pml_state`` is the
     PML's own per-communicator state, set by ``add_comm`` and cleared by ``del_comm``: its type
     is each PML's business, hence ``Any``.
     """
@@ -58,6 +63,8 @@ class PmlComm(Protocol):
     def size(self) -> int: ...
     @property
     def world_ranks(self) -> Sequence[int]: ...
+    @property
+    def remote_world_ranks(self) -> Sequence[int]: ...
 
     pml_state: Any
 

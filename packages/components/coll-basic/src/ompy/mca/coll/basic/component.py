@@ -166,5 +166,7 @@ class BasicCollComponent(CollComponent):
     default_priority = 10
 
     def query(self, context: Any) -> Offer[CollModule] | None:
-        """Run on every communicator: there is always something basic can do."""
+        """Run on every intra-communicator (intercommunicators are coll inter's)."""
+        if context.is_inter:
+            return None
         return Offer(self.priority, BasicCollModule())

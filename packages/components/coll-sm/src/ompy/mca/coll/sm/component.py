@@ -105,6 +105,9 @@ class SmCollComponent(CollComponent):
         """Offer a module if every rank of ``context`` (a communicator) shares this node."""
         comm = context
         label = f"communicator {getattr(comm, 'name', comm)!r}"
+        if comm.is_inter:
+            self.log.debug("%s is an intercommunicator: coll inter serves it", label)
+            return None
         if comm.size < 2:
             self.log.debug("%s has a single rank: nothing to share", label)
             return None

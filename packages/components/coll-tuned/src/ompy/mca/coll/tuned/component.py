@@ -90,4 +90,6 @@ class TunedCollComponent(CollComponent):
 
     def query(self, context: Any) -> Offer[CollModule] | None:
         """Run on every intra-communicator (the algorithms need nothing but point-to-point)."""
+        if context.is_inter:
+            return None
         return Offer(self.priority, TunedCollModule(self.settings))

@@ -152,11 +152,11 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
                 f"context id {ctx} is already used by a live communicator; every communicator "
                 "needs its own"
             )
-        ranks = tuple(comm.world_ranks)
-        if len(ranks) != comm.size or not 0 <= comm.rank < comm.size:
+        ranks = tuple(comm.remote_world_ranks)  # the peers: the remote group of an intercomm
+        if len(comm.world_ranks) != comm.size or not 0 <= comm.rank < comm.size:
             raise PmlError(
                 f"communicator {ctx}: rank {comm.rank}, size {comm.size} and "
-                f"{len(ranks)} world ranks do not agree"
+                f"{len(comm.world_ranks)} world ranks do not agree"
             )
         missing = [rank for rank in ranks if rank not in self._peers]
         if missing:

@@ -268,11 +268,16 @@ def _wait_on(start: Callable[..., Any]) -> Callable[..., None]:
 
 def _unsupported(operation: str, comm_name: str, running: str) -> Callable[..., Any]:
     def unsupported(comm: Any, *args: Any) -> Any:
+        serving = (
+            "ompy-coll-inter, which implements every collective on intercommunicators"
+            if comm is not None and comm.is_inter
+            else "ompy-coll-basic, which implements every collective operation"
+        )
         raise MPIException(
             ERR_UNSUPPORTED_OPERATION,
             f"no coll component implements {operation} on the communicator {comm_name!r} "
-            f"(coll components running on it: {running}); install ompy-coll-basic, which "
-            "implements every collective operation, or check the 'coll' parameter",
+            f"(coll components running on it: {running}); install {serving}, or check the "
+            "'coll' parameter",
         )
 
     return unsupported
