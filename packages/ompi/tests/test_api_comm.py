@@ -110,6 +110,12 @@ def test_predefined_attributes_names_and_handles():
     world.name = "MPI_COMM_WORLD"
     with pytest.raises(errors.Exception, match="predefined"):
         world.Free()
+    assert COMM_NULL.Get_name() == "MPI_COMM_NULL"  # MPI names the null communicator too
+    freed = world.Dup()
+    freed.Free()
+    assert freed.Get_name() == "MPI_COMM_NULL"
+    with pytest.raises(errors.Exception, match="COMM_NULL"):
+        freed.Set_name("x")
     alias = Comm(world)
     assert alias == world and alias is not world and hash(alias) == hash(world)
     assert world.Is_intra() and not world.Is_inter() and world.is_intra

@@ -165,7 +165,10 @@ class Comm(
     # -- names and attributes ------------------------------------------------------------------
 
     def Get_name(self) -> str:
-        """Get the print name for this communicator."""
+        """Get the print name for this communicator ("MPI_COMM_NULL" for a null one, whose
+        name MPI defines too)."""
+        if self._c is None and self is not COMM_WORLD and self is not COMM_SELF:
+            return "MPI_COMM_NULL"
         return self._live("Comm.Get_name").name
 
     def Set_name(self, name: str) -> None:
