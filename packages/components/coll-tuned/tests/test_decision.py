@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 
@@ -125,7 +126,9 @@ def test_parameters_reach_the_module_settings():
         }
     )
     component.open()
-    module = component.query(None).module
+    intra = SimpleNamespace(is_inter=False)  # all query reads of the communicator
+    module = component.query(intra).module
+    assert component.query(SimpleNamespace(is_inter=True)) is None  # coll/inter's job
     assert module.settings.forced["allreduce"] == "ring"
     assert module.settings.forced["bcast"] == "auto"
     assert module.settings.segments["bcast"] == 4096
