@@ -27,6 +27,7 @@ def row_major(dims):
     return list(itertools.product(*(range(extent) for extent in dims)))
 
 
+@settings(deadline=None)
 @given(grids)
 def test_ranks_and_coordinates_are_row_major(dims):
     for rank, coords in enumerate(row_major(dims)):
@@ -34,6 +35,7 @@ def test_ranks_and_coordinates_are_row_major(dims):
         assert cart.rank_at(coords, dims) == rank
 
 
+@settings(deadline=None)
 @given(grids, st.data())
 def test_neighbours_step_one_coordinate_and_stop_at_closed_boundaries(dims, data):
     periods = data.draw(st.lists(st.booleans(), min_size=len(dims), max_size=len(dims)))
@@ -53,6 +55,7 @@ def test_neighbours_step_one_coordinate_and_stop_at_closed_boundaries(dims, data
         assert topo.sources == topo.destinations == tuple(expected)
 
 
+@settings(deadline=None)
 @given(grids, st.data())
 def test_shift_by_any_displacement(dims, data):
     if not dims:
@@ -101,6 +104,7 @@ def test_a_grid_needs_positive_extents_and_enough_processes():
         assert caught.value.error_class == ERR_DIMS and words in str(caught.value)
 
 
+@settings(deadline=None)
 @given(grids, st.data())
 def test_sub_grids_partition_the_grid(dims, data):
     remain = data.draw(st.lists(st.booleans(), min_size=len(dims), max_size=len(dims)))
