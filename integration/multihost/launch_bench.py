@@ -1,0 +1,134 @@
+"""Launch-time benchmark across namespace hosts: ``ompy run`` beside Open MPI's ``mpirun``.
+
+Builds hosts ``h1 .. h4`` (network namespaces, one NIC each, an sshd on each: the fixtures of
+this directory), then times from ``h1``, for 1, 2 and 4 hosts with 2 ranks per host, a job whose
+ranks import MPI, pass one barrier on the world and exit: ``ompy run`` through the fixtures'
+ssh wrapper (``plm_ssh_agent``) and Open MPI's ``mpirun`` (with mpi4py) through the same
+wrapper (``plm_ssh_agent`` of PRRTE), the two alternating so both see the same machine load.
+Wall time covers the launcher, the ssh logins, the daemons, every rank's interpreter and
+imports, the wire-up (modex, fence), the barrier and the teardown. Prints numbers; not a test.
+
+    sudo .venv/bin/python -m integration.multihost.launch_bench [--repeat 5] [--hosts 1,2,4]
+        [--peer /tmp/ompy-bench-peer] [--per-host 2] [--ompy-only]
+
+``--peer`` is a prefix holding Open MPI 5's ``mpirun`` and a Python with mpi4py; its ``bin`` is
+appended to the ``PATH`` the sshd servers give their sessions, so ``prted`` is found on every
+host. Needs root (namespaces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .netns import Cluster
+from .sshd import SshServers
+
+OMPY = str(Path(sys.executable).with_name("ompy"))
+OMPY_PROGRAM = "from ompy import MPI; MPI.COMM_WORLD.Barrier()"
+PEER_PROGRAM = "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"
+
+
+def ompy_argv(ssh: Path, hosts: str, extra: Sequence[str]) -> list[str]:
+    return [
+        *(OMPY, "run", "--mca", "plm_ssh_agent", str(ssh), "--host", hosts, *extra),
+        *(sys.executable, "-c", OMPY_PROGRAM),
+    ]
+
+
+def mpirun_argv(peer: Path, ssh: Path, hosts: str, ranks: int) -> list[str]:
+    return [
+        *(str(peer / "bin" / "mpirun"), "--allow-run-as-root", "--prtemca", "plm_ssh_agent"),
+        *(str(ssh), "--host", hosts, "-n", str(ranks)),
+        *(str(peer / "bin" / "python"), "-c", PEER_PROGRAM),
+    ]
+
+
+def time_once(cluster: Cluster, argv: list[str], env: dict[str, str]) -> float:
+    """Seconds for ``argv`` run on ``h1``; a failure stops the benchmark with its stderr."""
+    command = cluster.host("h1").command(argv)
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return elapsed
+
+
+def row(label: str, times: list[float]) -> str:
+    return (
+        f"{label:<22} {min(times):7.3f} {statistics.median(times):8.3f} {max(times):7.3f}"
+        f"   ({', '.join(f'{t:.2f}' for t in times)})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--hosts", default="1,2,4", help="host counts to time (each <= 4)")
+    parser.add_argument("--per-host", type=int, default=2)
+    parser.add_argument("--peer", type=Path, default=Path("/tmp/ompy-bench-peer"))
+    parser.add_argument("--ompy-only", action="store_true", help="do not run mpirun")
+    parser.add_argument(
+        "--ompy-args", default="", help="extra `ompy run` arguments (e.g. '--mca x y')"
+    )
+    args = parser.parse_args()
+    counts = [int(item) for item in args.hosts.split(",")]
+    with_peer = not args.ompy_only
+    if with_peer and not (args.peer / "bin" / "mpirun").exists():
+        raise SystemExit(f"no mpirun under {args.peer} (use --ompy-only or --peer)")
+    if with_peer:
+        os.environ["PATH"] = f"{os.environ.get('PATH', '')}:{args.peer / 'bin'}"
+    env = dict(os.environ)
+    env.pop("OMPY_MCA_CLI_NAMES", None)
+    with tempfile.TemporaryDirectory(prefix="ompy-launch-bench-") as state:
+        cluster = Cluster.create(Path(state), [1] * max(counts))
+        try:
+            servers = SshServers.start(cluster)
+            try:
+                run(cluster, servers.ssh, counts, args, with_peer=with_peer, env=env)
+            finally:
+                servers.stop()
+        finally:
+            cluster.destroy()
+
+
+def run(
+    cluster: Cluster,
+    ssh: Path,
+    counts: list[int],
+    args: argparse.Namespace,
+    *,
+    with_peer: bool,
+    env: dict[str, str],
+) -> None:
+    extra = args.ompy_args.split()
+    print(f"launch of {args.per_host} ranks per host, {args.repeat} runs each (after a warm-up)")
+    print(f"{'':<22} {'min s':>7} {'median s':>8} {'max s':>7}")
+    for count in counts:
+        hosts = ",".join(f"h{i}:{args.per_host}" for i in range(1, count + 1))
+        ranks = count * args.per_host
+        jobs = {f"ompy run   {count} host(s)": ompy_argv(ssh, hosts, extra)}
+        if with_peer:
+            jobs[f"mpirun     {count} host(s)"] = mpirun_argv(args.peer, ssh, hosts, ranks)
+        times: dict[str, list[float]] = {label: [] for label in jobs}
+        for argv in jobs.values():
+            time_once(cluster, argv, env)  # warm-up: page cache, sshd's first fork
+        for _ in range(args.repeat):
+            for label, argv in jobs.items():
+                times[label].append(time_once(cluster, argv, env))
+        for label, measured in times.items():
+            print(row(label, measured), flush=True)
+
+
+if __name__ == "__main__":
+    main()
