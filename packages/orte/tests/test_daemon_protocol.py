@@ -69,6 +69,12 @@ def test_messages_are_checked_by_direction_and_field():
         protocol.check(spawn, protocol.FROM_DAEMON)
     with pytest.raises(DaemonProtocolError, match="bad 'env'"):
         protocol.check({**spawn, "env": {"A": 1}}, protocol.FROM_LAUNCHER)
+    warm = {"op": "warm", "argv": ["python", "-c", "pass"], "env": {"A": "b"}, "cwd": "/"}
+    assert protocol.check(warm, protocol.FROM_LAUNCHER) == "warm"
+    with pytest.raises(DaemonProtocolError, match="unexpected daemon message 'warm'"):
+        protocol.check(warm, protocol.FROM_DAEMON)
+    with pytest.raises(DaemonProtocolError, match="bad 'argv'"):
+        protocol.check({**warm, "argv": "python"}, protocol.FROM_LAUNCHER)
     with pytest.raises(DaemonProtocolError, match="lacks the field 'fd'"):
         protocol.check({"op": "output", "rank": 0, "data": b""}, protocol.FROM_DAEMON)
 
