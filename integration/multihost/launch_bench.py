@@ -9,7 +9,7 @@ Wall time covers the launcher, the ssh logins, the daemons, every rank's interpr
 imports, the wire-up (modex, fence), the barrier and the teardown. Prints numbers; not a test.
 
     sudo .venv/bin/python -m integration.multihost.launch_bench [--repeat 5] [--hosts 1,2,4]
-        [--peer /tmp/ompy-bench-peer] [--per-host 2] [--ompy-only]
+        [--peer /tmp/ompy-bench-peer] [--per-host 2] [--ompy-only] [--no-compile]
 
 ``--peer`` is a prefix holding Open MPI 5's ``mpirun`` and a Python with mpi4py; its ``bin`` is
 appended to the ``PATH`` the sshd servers give their sessions, so ``prted`` is found on every
@@ -19,6 +19,7 @@ host. Needs root (namespaces).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -51,6 +52,24 @@ def mpirun_argv(peer: Path, ssh: Path, hosts: str, ranks: int) -> list[str]:
     ]
 
 
+def compile_bytecode() -> None:
+    """Write the ``.pyc`` caches of this interpreter's packages (ompy's included), as pip does
+    at install time for the peer's: a development environment with
+    ``PYTHONDONTWRITEBYTECODE`` would otherwise compile every module in every process (see
+    ``docs/startup.md``), which is not what a user's installation does."""
+    paths = [
+        p
+        for p in sys.path
+        if p and Path(p).is_dir() and not p.startswith(sys.base_prefix)  # not the stdlib
+    ]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *paths],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    )
+
+
 def time_once(cluster: Cluster, argv: list[str], env: dict[str, str]) -> float:
     """Seconds for ``argv`` run on ``h1``; a failure stops the benchmark with its stderr."""
     command = cluster.host("h1").command(argv)
@@ -77,6 +96,9 @@ def main() -> None:
     parser.add_argument("--hosts", default="1,2,4", help="host counts to time (each <= 4)")
     parser.add_argument("--per-host", type=int, default=2)
     parser.add_argument("--peer", type=Path, default=Path("/tmp/ompy-bench-peer"))
+    parser.add_argument(
+        "--no-compile", action="store_true", help="do not compile bytecode caches first"
+    )
     parser.add_argument("--ompy-only", action="store_true", help="do not run mpirun")
     parser.add_argument(
         "--ompy-args", default="", help="extra `ompy run` arguments (e.g. '--mca x y')"
@@ -90,6 +112,8 @@ def main() -> None:
         os.environ["PATH"] = f"{os.environ.get('PATH', '')}:{args.peer / 'bin'}"
     env = dict(os.environ)
     env.pop("OMPY_MCA_CLI_NAMES", None)
+    if not args.no_compile:
+        compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="ompy-launch-bench-") as state:
         cluster = Cluster.create(Path(state), [1] * max(counts))
         try:
@@ -128,6 +152,27 @@ def run(
                 times[label].append(time_once(cluster, argv, env))
         for label, measured in times.items():
             print(row(label, measured), flush=True)
+    hosts = ",".join(f"h{i}:{args.per_host}" for i in range(1, max(counts) + 1))
+    program = [sys.executable, str(Path(__file__).parent / "programs" / "modex_sizes.py")]
+    argv = [*ompy_argv(ssh, hosts, extra)[:-3], *program]
+    done = subprocess.run(
+        cluster.host("h1").command(argv),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the modex-size job failed:\n{done.stderr[-3000:]}")
+    reports = sorted(
+        (json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")),
+        key=lambda report: report["rank"],
+    )
+    print("modex bytes each rank published (key: bytes):")
+    for report in reports:
+        total = sum(v for v in report["sizes"].values() if isinstance(v, int))
+        print(f"  rank {report['rank']} on {report['host']}: {report['sizes']} = {total}")
 
 
 if __name__ == "__main__":
