@@ -5,7 +5,9 @@ this directory), then times from ``h1``, for 1, 2 and 4 hosts with 2 ranks per h
 ranks import MPI, pass one barrier on the world and exit: ``ompy run`` through the fixtures'
 ssh wrapper (``plm_ssh_agent``) and Open MPI's ``mpirun`` (with mpi4py) through the same
 wrapper (``plm_ssh_agent`` of PRRTE), the two alternating so both see the same machine load.
-Wall time covers the launcher, the ssh logins, the daemons, every rank's interpreter and
+Beside the wall time it prints the CPU time each job used on all hosts together (the machine's
+cores are shared by every host, so on a busy machine the CPU a launch needs decides its wall
+time).  Wall time covers the launcher, the ssh logins, the daemons, every rank's interpreter and
 imports, the wire-up (modex, fence), the barrier and the teardown. Prints numbers; not a test.
 
     sudo .venv/bin/python -m integration.multihost.launch_bench [--repeat 5] [--hosts 1,2,4]
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,6 +38,7 @@ from .sshd import SshServers
 OMPY = str(Path(sys.executable).with_name("ompy"))
 OMPY_PROGRAM = "from ompy import MPI; MPI.COMM_WORLD.Barrier()"
 PEER_PROGRAM = "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def ompy_argv(ssh: Path, hosts: str, extra: Sequence[str]) -> list[str]:
@@ -70,9 +74,24 @@ def compile_bytecode() -> None:
     )
 
 
-def time_once(cluster: Cluster, argv: list[str], env: dict[str, str]) -> float:
-    """Seconds for ``argv`` run on ``h1``; a failure stops the benchmark with its stderr."""
+def cpu_seconds(servers: SshServers) -> float:
+    """CPU time (user + system) used so far by the processes this benchmark started and
+    reaped, and by those the sshd servers reaped: a job's CPU wherever it ran, whatever else
+    runs on the machine (its processes all end reaped by one or the other)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    for pid in servers.server_pids():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[13]) + int(fields[14])) / TICKS  # cutime, cstime
+    return total
+
+
+def time_once(
+    cluster: Cluster, servers: SshServers, argv: list[str], env: dict[str, str]
+) -> tuple[float, float]:
+    """Wall and CPU seconds of ``argv`` run on ``h1``; a failure stops the benchmark."""
     command = cluster.host("h1").command(argv)
+    cpu = cpu_seconds(servers)
     started = time.perf_counter()
     done = subprocess.run(
         command, capture_output=True, text=True, env=env, timeout=300, check=False
@@ -80,13 +99,13 @@ def time_once(cluster: Cluster, argv: list[str], env: dict[str, str]) -> float:
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return elapsed
+    return elapsed, cpu_seconds(servers) - cpu
 
 
-def row(label: str, times: list[float]) -> str:
+def row(label: str, times: list[float], cpu: list[float]) -> str:
     return (
         f"{label:<22} {min(times):7.3f} {statistics.median(times):8.3f} {max(times):7.3f}"
-        f"   ({', '.join(f'{t:.2f}' for t in times)})"
+        f" {statistics.median(cpu):8.2f}   ({', '.join(f'{t:.2f}' for t in times)})"
     )
 
 
@@ -119,7 +138,7 @@ def main() -> None:
         try:
             servers = SshServers.start(cluster)
             try:
-                run(cluster, servers.ssh, counts, args, with_peer=with_peer, env=env)
+                run(cluster, servers, counts, args, with_peer=with_peer, env=env)
             finally:
                 servers.stop()
         finally:
@@ -128,16 +147,17 @@ def main() -> None:
 
 def run(
     cluster: Cluster,
-    ssh: Path,
+    servers: SshServers,
     counts: list[int],
     args: argparse.Namespace,
     *,
     with_peer: bool,
     env: dict[str, str],
 ) -> None:
+    ssh = servers.ssh
     extra = args.ompy_args.split()
     print(f"launch of {args.per_host} ranks per host, {args.repeat} runs each (after a warm-up)")
-    print(f"{'':<22} {'min s':>7} {'median s':>8} {'max s':>7}")
+    print(f"{'':<22} {'min s':>7} {'median s':>8} {'max s':>7} {'CPU s':>8}   (wall times)")
     for count in counts:
         hosts = ",".join(f"h{i}:{args.per_host}" for i in range(1, count + 1))
         ranks = count * args.per_host
@@ -145,13 +165,16 @@ def run(
         if with_peer:
             jobs[f"mpirun     {count} host(s)"] = mpirun_argv(args.peer, ssh, hosts, ranks)
         times: dict[str, list[float]] = {label: [] for label in jobs}
+        cpu: dict[str, list[float]] = {label: [] for label in jobs}
         for argv in jobs.values():
-            time_once(cluster, argv, env)  # warm-up: page cache, sshd's first fork
+            time_once(cluster, servers, argv, env)  # warm-up: page cache, sshd's first fork
         for _ in range(args.repeat):
             for label, argv in jobs.items():
-                times[label].append(time_once(cluster, argv, env))
+                wall, used = time_once(cluster, servers, argv, env)
+                times[label].append(wall)
+                cpu[label].append(used)
         for label, measured in times.items():
-            print(row(label, measured), flush=True)
+            print(row(label, measured, cpu[label]), flush=True)
     hosts = ",".join(f"h{i}:{args.per_host}" for i in range(1, max(counts) + 1))
     program = [sys.executable, str(Path(__file__).parent / "programs" / "modex_sizes.py")]
     argv = [*ompy_argv(ssh, hosts, extra)[:-3], *program]

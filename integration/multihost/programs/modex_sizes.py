@@ -8,11 +8,12 @@ import json
 import os
 
 from ompy import MPI
+from ompy.ompi.instance import current
 
 KEYS = ("btl.tcp.1", "btl.sm.card", "opal.arch")
 
 comm = MPI.COMM_WORLD
-modex = comm.instance.runtime.modex
+modex = current("modex_sizes").runtime.modex
 sizes = {}
 for key in KEYS:
     try:
