@@ -14,7 +14,12 @@ spawns ranks one after another), ``i`` a rank's MPI initialization after its for
 launcher's cost of one control message (two fences: initialization and finalization, one
 message per node each thanks to the daemons' relays), ``x`` the launcher's cost of one rank's
 exit report and ``e`` the teardown.  One node is plm ``local`` (no daemons, no ssh): there
-``T(1) = L1 + w + p c + i + e``.
+``T(1) = max(L1, w) + p c + i + e`` (the fork server starts with the launcher).
+
+CPU: when all hosts share a few cores (the namespace hosts of the benchmark) the wall time
+follows the CPU a launch needs on all hosts together:
+``C(n) = C1 + (n - 1) (s + d + w + p r)``, ``C1`` a whole one-host job, ``r`` one rank after
+its fork; the table prints it beside the measured CPU.
 
 Modex: every rank publishes ``b`` bytes (tcp card, sm card, architecture, keys), kept by the
 launcher: ``N b`` in all; a rank fetches a peer's card the first time it talks to it, so a
@@ -53,6 +58,8 @@ class Parameters:
     exit_report: float  # x: the launcher's cost of one rank's exit
     teardown: float  # e: finalization, exits, daemons ending
     card: int  # b: the modex bytes one rank publishes
+    one_host_cpu: float  # C1: CPU of a whole one-host job (launcher, fork server, ranks)
+    rank_cpu: float  # r: CPU of a forked rank from its fork to its exit
 
 
 def depth(nodes: int, fanout: int) -> int:
@@ -66,12 +73,21 @@ def depth(nodes: int, fanout: int) -> int:
 
 def launch_time(nodes: int, per_node: int, fanout: int, p: Parameters) -> float:
     ranks = nodes * per_node
-    if nodes == 1:
-        return p.launcher_local + p.fork_server + per_node * p.spawn + p.init + p.teardown
+    if nodes == 1:  # the fork server started with the launcher and imports beside it
+        ready = max(p.launcher_local, p.fork_server)
+        return ready + per_node * p.spawn + p.init + p.teardown
     ready = depth(nodes, fanout) * (p.login + p.daemon) + p.fork_server + per_node * p.spawn
     spawning = ranks * p.spawn
     control = 2 * nodes * p.message + ranks * p.exit_report
     return p.launcher + max(ready, spawning) + p.init + control + p.teardown
+
+
+def cpu_time(nodes: int, per_node: int, p: Parameters) -> float:
+    """CPU seconds of a launch on all hosts together: the one-host job, plus per other host
+    a login, a daemon, a fork server and its ranks (what decides the wall time when every
+    host shares the same few cores, as the namespace hosts do)."""
+    other = p.login + p.daemon + p.fork_server + per_node * p.rank_cpu
+    return p.one_host_cpu + (nodes - 1) * other
 
 
 def human(nbytes: float) -> str:
@@ -87,6 +103,7 @@ def main() -> None:
     parser.add_argument("--per-node", type=int, default=2)
     parser.add_argument("--fanout", type=int, default=32)
     parser.add_argument("--measured", default="", help="nodes=seconds,... to print beside")
+    parser.add_argument("--measured-cpu", default="", help="nodes=CPU seconds,... to print beside")
     defaults = DEFAULTS
     for field in attrs.fields(Parameters):
         parser.add_argument(
@@ -96,38 +113,47 @@ def main() -> None:
         )
     args = parser.parse_args()
     p = Parameters(**{f.name: getattr(args, f.name) for f in attrs.fields(Parameters)})
-    measured = {
-        int(n): float(t) for n, t in (item.split("=") for item in args.measured.split(",") if item)
-    }
+    measured, measured_cpu = pairs(args.measured), pairs(args.measured_cpu)
     print(
-        f"{'nodes':>6} {'ranks':>6} {'depth':>5} {'model s':>8} {'measured':>8}  "
+        f"{'nodes':>6} {'ranks':>6} {'depth':>5} {'model s':>8} {'measured':>8} "
+        f"{'CPU s':>7} {'measured':>8}  "
         f"{'modex at launcher':>17} {'barrier fetch':>13} {'alltoall fetch':>14}"
     )
-    for nodes in sorted({*NODES, *measured}):
+    for nodes in sorted({*NODES, *measured, *measured_cpu}):
         ranks = nodes * args.per_node
         peers = math.ceil(math.log2(ranks)) if ranks > 1 else 0
         seen = f"{measured[nodes]:8.2f}" if nodes in measured else f"{'':>8}"
+        seen_cpu = f"{measured_cpu[nodes]:8.2f}" if nodes in measured_cpu else f"{'':>8}"
         print(
             f"{nodes:>6} {ranks:>6} {depth(nodes, args.fanout):>5} "
-            f"{launch_time(nodes, args.per_node, args.fanout, p):8.2f} {seen}  "
+            f"{launch_time(nodes, args.per_node, args.fanout, p):8.2f} {seen} "
+            f"{cpu_time(nodes, args.per_node, p):7.1f} {seen_cpu}  "
             f"{human(ranks * p.card):>17} {human(peers * p.card):>13} "
             f"{human((ranks - 1) * p.card):>14}"
         )
 
 
-#: Measured on the namespace hosts (2 shared cores; see docs/multi-host.md).
+def pairs(text: str) -> dict[int, float]:
+    """``"1=0.5,2=1.5"`` -> ``{1: 0.5, 2: 1.5}``."""
+    return {int(n): float(v) for n, v in (item.split("=") for item in text.split(",") if item)}
+
+
+#: The costs of each step on one idle core, from CPU times measured on the namespace hosts
+#: (see docs/multi-host.md for how each was measured).
 DEFAULTS = Parameters(
-    launcher_local=0.45,
-    launcher=0.9,
-    login=0.9,
-    daemon=0.5,
-    fork_server=0.6,
-    spawn=0.015,
-    init=0.2,
+    launcher_local=0.2,
+    launcher=0.25,
+    login=0.5,
+    daemon=0.17,
+    fork_server=0.46,
+    spawn=0.003,
+    init=0.1,
     message=0.0001,
     exit_report=0.0001,
-    teardown=0.25,
-    card=250,
+    teardown=0.2,
+    card=620,
+    one_host_cpu=0.74,
+    rank_cpu=0.03,
 )
 
 if __name__ == "__main__":
