@@ -69,6 +69,12 @@ def test_messages_are_checked_by_direction_and_field():
         protocol.check(spawn, protocol.FROM_DAEMON)
     with pytest.raises(DaemonProtocolError, match="bad 'env'"):
         protocol.check({**spawn, "env": {"A": 1}}, protocol.FROM_LAUNCHER)
+    warm = {"op": "warm", "argv": ["python", "-c", "pass"], "env": {"A": "b"}, "cwd": "/"}
+    assert protocol.check(warm, protocol.FROM_LAUNCHER) == "warm"
+    with pytest.raises(DaemonProtocolError, match="unexpected daemon message 'warm'"):
+        protocol.check(warm, protocol.FROM_DAEMON)
+    with pytest.raises(DaemonProtocolError, match="bad 'argv'"):
+        protocol.check({**warm, "argv": "python"}, protocol.FROM_LAUNCHER)
     with pytest.raises(DaemonProtocolError, match="lacks the field 'fd'"):
         protocol.check({"op": "output", "rank": 0, "data": b""}, protocol.FROM_DAEMON)
 
@@ -119,3 +125,17 @@ def test_the_tree_starts_every_node_once_within_the_fanout_and_log_depth(count, 
 def test_a_fanout_below_one_is_an_error():
     with pytest.raises(ValueError, match="at least 1"):
         daemon_tree([(0, "a")], 0)
+
+
+def test_a_daemon_started_as_a_module_does_not_import_the_command_line_tools():
+    """Every remote host pays a daemon's imports on the launch's critical path: the module
+    launchers run (``python -m ompy.orte.daemon``) must not load click."""
+    code = (
+        "import sys\n"
+        "import ompy.orte.daemon.launch, ompy.orte.daemon.node\n"
+        "print(sorted(m for m in sys.modules if m == 'click' or m.startswith('click.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -45,8 +45,12 @@ def marked(token: str) -> list[int]:
     return found
 
 
+#: What the fixture's ranks have in common (``prepare``); the tests parametrize it indirectly.
+PROGRAM = [sys.executable, "-c", "import os; print(os.getppid())"]
+
+
 @pytest.fixture
-def plm(tmp_path):
+def plm(tmp_path, request):
     """A prepared module with a daemon for this host; afterwards nothing of it may remain."""
     token = secrets.token_hex(4)
     env = {**os.environ, MARKER: token, "TMPDIR": str(tmp_path)}
@@ -56,7 +60,7 @@ def plm(tmp_path):
     )
     module.check_nodes([LOCAL])
     module.forward_environment({})
-    module.prepare([], env, tmp_path)
+    module.prepare(getattr(request, "param", []), env, Path.cwd())  # the cwd of start()
     module.env = env  # type: ignore[attr-defined]
     yield module
     module.finish()
@@ -155,7 +159,13 @@ def test_the_component_offers_only_when_another_host_is_named():
     offer = component.query([LOCAL, Node("elsewhere", 2)])
     assert offer is not None and offer.priority == 20
     assert offer.module.settings == SshSettings(
-        ("ssh", "-F", "/cfg"), sys.executable, "", 30.0, "plm_ssh_connect_timeout", fanout=3
+        ("ssh", "-F", "/cfg"),
+        sys.executable,
+        "",
+        30.0,
+        "plm_ssh_connect_timeout",
+        local_daemon=False,
+        fanout=3,
     )
 
 
@@ -189,3 +199,98 @@ def test_python_ranks_are_forked_from_the_nodes_fork_server(plm):
     assert parents[0] == parents[1] != daemon.pid  # one fork server, not the daemon
     stat = Path(f"/proc/{parents[0]}/stat").read_text()
     assert int(stat.rsplit(")", 1)[1].split()[1]) == daemon.pid  # the daemon's child
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def fork_servers(pid: int) -> list[int]:
+    """The children of ``pid`` that run a fork server (once past their exec)."""
+    found = []
+    for child in children_of(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"forkserver.zygote" in cmdline or b"ompy fork server" in cmdline:
+            found.append(child)
+    return found
+
+
+@pytest.mark.parametrize("plm", [PROGRAM], indirect=True)
+def test_a_daemon_starts_its_fork_server_before_the_first_spawn(plm):
+    """``prepare`` names the program: each daemon warms a fork server as soon as it is in,
+    so the nodes import in parallel; the ranks are then forked from that very server."""
+    daemon = plm._by_name["localhost"]
+    deadline = time.monotonic() + 20
+    while not (daemon.connected and fork_servers(daemon.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    servers = fork_servers(daemon.pid)
+    assert len(servers) == 1, "no fork server was started before any rank was asked for"
+    for rank in (0, 1):
+        process, out, err = start(plm, rank, PROGRAM)
+        assert wait_exit(process) == 0
+        assert int(read_all(out)) == servers[0]
+        read_all(err)
+
+
+@pytest.mark.parametrize("plm", [[sys.executable, "-c", "pass"]], indirect=True)
+def test_a_rank_that_does_not_fit_the_warmed_server_is_executed(plm):
+    process, out, err = start(plm, 0, ["sh", "-c", "echo $PPID"])
+    assert wait_exit(process) == 0
+    assert int(read_all(out)) == plm._by_name["localhost"].pid  # the daemon ran it itself
+    read_all(err)
+
+
+@pytest.fixture
+def own_plm(tmp_path):
+    """A module whose launcher serves its own host (no daemon there), prepared for PROGRAM."""
+    token = secrets.token_hex(4)
+    env = {**os.environ, MARKER: token, "TMPDIR": str(tmp_path)}
+    module = SshPlmModule(
+        SshSettings(
+            ("ssh",), sys.executable, "", 20.0, "plm_ssh_connect_timeout", local_daemon=False
+        )
+    )
+    module.check_nodes([LOCAL])
+    module.forward_environment({})
+    module.prepare(PROGRAM, env, Path.cwd())
+    module.env = env  # type: ignore[attr-defined]
+    yield module
+    module.finish()
+    deadline = time.monotonic() + 10
+    while marked(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not marked(token), "processes of the test survived it"
+
+
+def test_the_launcher_forks_its_own_hosts_ranks_from_its_fork_server(own_plm):
+    assert not own_plm._by_name, "no daemon for the launcher's own host"
+    parents = []
+    for rank in (0, 1):
+        process, out, err = start(own_plm, rank, PROGRAM)
+        assert wait_exit(process) == 0
+        parents.append(int(read_all(out)))
+        read_all(err)
+    servers = fork_servers(os.getpid())
+    assert parents[0] == parents[1] and parents == servers * 2  # this process's fork server
+
+
+def test_own_host_ranks_that_do_not_fit_the_server_are_executed_with_their_status(own_plm):
+    process, out, err = start(own_plm, 0, ["sh", "-c", "echo $PPID; exit 3"])
+    assert wait_exit(process) == 3
+    assert int(read_all(out)) == os.getpid()
+    read_all(err)
+    with pytest.raises(LaunchError, match="cannot start rank 1 on localhost") as caught:
+        start(own_plm, 1, ["/no/such/program"])
+    assert caught.value.exit_code == 127

@@ -2,6 +2,6 @@
 
 import sys
 
-from ompy.orte.daemon.main import main
+from ompy.orte.daemon.launch import main
 
 sys.exit(main())

@@ -1,57 +1,17 @@
-"""``ompy daemon``: the per-node daemon's entry point (also ``python -m ompy.orte.daemon``).
+"""``ompy daemon``: the per-node daemon's command (``python -m ompy.orte.daemon`` skips click).
 
 Started by a launcher, never by hand: it reads its launch record from standard input.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
-from ompy.orte.control import wire
+from .launch import main, read_launch_info
 
-from .protocol import DaemonProtocolError, LaunchInfo
-
-
-def read_launch_info(fd: int = 0) -> LaunchInfo:
-    """Read exactly one launch frame from ``fd`` (unbuffered: the rest of stdin stays unread)."""
-
-    def exactly(size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = os.read(fd, size - len(data))
-            if not chunk:
-                raise DaemonProtocolError("standard input ended before the launch record")
-            data += chunk
-        return bytes(data)
-
-    length = int.from_bytes(exactly(wire.HEADER_SIZE), "big")
-    try:
-        wire.check_length(length, wire.MAX_UNAUTHENTICATED_FRAME * 16)
-        return LaunchInfo.from_wire(wire.decode_body(exactly(length)))
-    except wire.ProtocolError as error:
-        raise DaemonProtocolError(str(error)) from None
-
-
-def main() -> int:
-    """Run a daemon from the launch record on stdin; the process exit status."""
-    from .node import Daemon
-
-    if sys.stdin is not None and sys.stdin.isatty():
-        print(
-            "ompy daemon: this command is started by 'ompy run' on each node of a multi-node "
-            "job (plm ssh), with its launch record on standard input; it is not run by hand",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        info = read_launch_info(0)
-    except (OSError, DaemonProtocolError) as error:
-        print(f"ompy daemon: cannot read the launch record: {error}", file=sys.stderr)
-        return 2
-    return Daemon(info, 0).run()
+__all__ = ["daemon", "main", "read_launch_info"]
 
 
 @click.command(name="daemon", context_settings={"help_option_names": ["-h", "--help"]})

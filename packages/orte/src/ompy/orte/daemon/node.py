@@ -265,6 +265,11 @@ class Daemon:
             self._session = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
         return self._session
 
+    def _do_warm(self, message: dict[str, Any]) -> None:
+        env = dict(os.environ)
+        env.update(message["env"])
+        self._starter.warm(message["argv"], env, message["cwd"])
+
     def _do_spawn(self, message: dict[str, Any]) -> None:
         rank, argv, cwd = message["rank"], message["argv"], message["cwd"]
         env = dict(os.environ)

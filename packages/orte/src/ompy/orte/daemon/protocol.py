@@ -10,6 +10,8 @@ id (``challenge`` -> ``auth`` -> ``welcome``/``denied``).  After it:
 direction   op                    fields
 ==========  ====================  ===========================================================
 d -> l      hello                 node, host (its host name), pid, via (whom ssh came from)
+l -> d      warm                  argv, env, cwd (what the node's ranks will run: the daemon
+                                  starts its fork server now, while other nodes are served)
 l -> d      spawn                 rank, argv, env, cwd, stdin (bool: forward stdin to it)
 d -> l      started               rank, pid
 d -> l      failed                rank, message, code (the rank could not be started)
@@ -35,6 +37,7 @@ ROLE_DAEMON = "daemon"
 HELLO, SPAWN, STARTED, FAILED = "hello", "spawn", "started", "failed"
 OUTPUT, EXITED, LOST_CHILD = "output", "exited", "lost_child"
 STDIN, SIGNAL, EXIT = "stdin", "signal", "exit"
+WARM = "warm"
 
 
 #: A silent peer is probed after this many seconds, then every ``KEEPALIVE_INTERVAL`` seconds,
@@ -75,6 +78,7 @@ def _is(kind: type) -> Callable[[Any], bool]:
 
 _FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     HELLO: {"node": _int, "host": _is(str), "pid": _int, "via": _is(str)},
+    WARM: {"argv": _str_list, "env": _str_map, "cwd": _is(str)},
     SPAWN: {"rank": _int, "argv": _str_list, "env": _str_map, "cwd": _is(str), "stdin": _is(bool)},
     STARTED: {"rank": _int, "pid": _int},
     FAILED: {"rank": _int, "message": _is(str), "code": _int},
@@ -87,7 +91,7 @@ _FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
 }
 #: What each side may receive.
 FROM_DAEMON = frozenset({HELLO, STARTED, FAILED, OUTPUT, EXITED, LOST_CHILD})
-FROM_LAUNCHER = frozenset({SPAWN, STDIN, SIGNAL, EXIT})
+FROM_LAUNCHER = frozenset({WARM, SPAWN, STDIN, SIGNAL, EXIT})
 
 
 def check(message: dict[str, Any], allowed: frozenset[str]) -> str:

@@ -113,6 +113,20 @@ class RankStarter:
             raise spawn_error(rank, self.host, argv, cwd, error) from None
         return ExecutedRank(rank, popen)
 
+    def adopt(self, server: ForkServerClient, argv: Sequence[str]) -> None:
+        """Fork the ranks that run ``argv`` from ``server``, started elsewhere for exactly that
+        program (the ``ompy`` executable's early server, when the launcher serves its own
+        node); it is this starter's from now on."""
+        self.close()
+        self._server, self._server_argv = server, tuple(argv)
+
+    def warm(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> None:
+        """Start the fork server for ranks that will run ``argv`` in ``cwd`` with ``env``
+        (less their identity), before the first of them is asked for: its imports then
+        overlap the launcher's work on other nodes.  A rank that turns out not to fit it is
+        executed, as it would be without a server."""
+        self._fork_server(argv, env, cwd)
+
     def _fork_server(
         self, argv: Sequence[str], env: Mapping[str, str], cwd: str
     ) -> ForkServerClient | None:

@@ -73,6 +73,15 @@ class SshPlmComponent(PlmComponent):
             minimum=0.1,
         )
 
+        self.register_param(
+            "local_daemon",
+            ParamType.BOOL,
+            False,
+            "Start an ompy daemon on the launcher's own host too, as on the others (off: the "
+            "launcher forks that host's ranks itself, from its early fork server)",
+            level=5,
+        )
+
     def query(self, context: Sequence[Node]) -> Offer[SshPlmModule] | None:
         if all(is_local_host(node.name) for node in context):
             return None  # one host: the local launcher does it without daemons
@@ -86,5 +95,6 @@ class SshPlmComponent(PlmComponent):
             connect_timeout=self.param("connect_timeout"),
             connect_timeout_param=self.param_name("connect_timeout"),
             fanout=self.param("tree_fanout"),
+            local_daemon=self.param("local_daemon"),
         )
         return Offer(self.priority, SshPlmModule(settings))

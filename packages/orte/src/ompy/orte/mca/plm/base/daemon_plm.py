@@ -11,6 +11,12 @@ to start the daemons (:meth:`DaemonPlmModule.start_daemons`: through ssh, as one
   (:class:`~.daemons.DaemonServer`) and asks the subclass to start the daemons of every node
   of the allocation, each with its :class:`~ompy.orte.daemon.protocol.LaunchInfo`; a node that
   is this host gets its daemon started directly (:meth:`~DaemonPlmModule.start_local`).
+* With ``local_daemon`` off, the launcher's own host gets no daemon: the launcher forks its
+  ranks itself (:func:`own_node_starter`), from the fork server the ``ompy`` executable
+  started at its first instruction, whose imports overlapped the launcher's own.
+* Each daemon is sent, as soon as it has authenticated, the program its ranks will run
+  (``warm``), so that every node's fork server imports in parallel rather than one node
+  after another as the ranks are spawned in order.
 * :meth:`~DaemonPlmModule.spawn` waits until the rank's node has reported in, asks its daemon
   to start the rank and waits for the answer: a started rank
   (:class:`~.remote.RemoteRank`), or the reason it could not start (program not found: 127,
@@ -34,8 +40,11 @@ from pathlib import Path
 import attrs
 
 from ompy.orte.daemon import agent
-from ompy.orte.daemon.protocol import EXIT, SIGNAL, SPAWN, LaunchInfo, NodeTree
+from ompy.orte.daemon.protocol import EXIT, SIGNAL, SPAWN, WARM, LaunchInfo, NodeTree
+from ompy.orte.daemon.ranks import RankStarter, SpawnError
 from ompy.orte.launcher.errors import LaunchError
+from ompy.orte.launcher.forkserver.early import take_early
+from ompy.orte.launcher.forkserver.pycommand import classify
 from ompy.orte.launcher.hosts import is_local_host
 from ompy.orte.launcher.job import Node, Placement
 from ompy.orte.mca.plm import PlmModule, RankProcess, Stdio
@@ -61,6 +70,10 @@ class DaemonSettings:
     connect_timeout: float
     #: The parameter that set it, named when the wait expires (``plm_ssh_connect_timeout``).
     connect_timeout_param: str
+    #: Whether the launcher's own host gets a daemon like the others; if not, the launcher
+    #: forks that host's ranks itself (from the fork server the ``ompy`` executable started
+    #: at its first instruction), as Open MPI's mpirun serves its own node.
+    local_daemon: bool = True
 
 
 class DaemonPlmModule(PlmModule):
@@ -76,6 +89,8 @@ class DaemonPlmModule(PlmModule):
         self._server: DaemonServer | None = None
         self._daemons: dict[int, Daemon] = {}
         self._by_name: dict[str, Daemon] = {}
+        #: Starts the ranks of the launcher's own host when it has no daemon.
+        self._own: RankStarter | None = None
 
     # -- before launch ------------------------------------------------------------------------
 
@@ -94,11 +109,22 @@ class DaemonPlmModule(PlmModule):
         secret = secrets.token_bytes(32)
         launch_id = secrets.token_hex(8)
         for index, node in enumerate(self._nodes):
+            if not self.settings.local_daemon and is_local_host(node.name):
+                if self._own is None:
+                    self._own = own_node_starter(node.name, argv, env, cwd)
+                continue
             if node.name not in self._by_name:
                 daemon = Daemon(index, node.name)
                 self._daemons[index] = daemon
                 self._by_name[node.name] = daemon
         server = DaemonServer(secret, launch_id, self._daemons)
+        for daemon in self._by_name.values():
+            server.greetings[daemon.node] = {
+                "op": WARM,
+                "argv": list(argv),
+                "env": self._rank_environment(daemon, env),
+                "cwd": str(cwd),
+            }
         server.start()
         self._server = server
         unique = list(self._by_name.values())
@@ -163,13 +189,14 @@ class DaemonPlmModule(PlmModule):
         server = self._server
         assert server is not None, "prepare() starts the daemons before the first spawn"
         rank = placement.rank
+        if self._own is not None and placement.node.name not in self._by_name:
+            try:
+                return self._own.start(rank, argv, env, str(cwd), stdio)
+            except SpawnError as error:
+                raise LaunchError(str(error), error.code) from None
         daemon = self._by_name[placement.node.name]
         self._wait_connected(daemon, rank)
-        if is_local_host(daemon.name):
-            rank_env = dict(env)
-        else:
-            rank_env = {k: v for k, v in env.items() if k.startswith("OMPY_")}
-            rank_env.update(self._exported)
+        rank_env = self._rank_environment(daemon, env)
         forward_stdin = stdio.stdin is None
         sinks = {
             fd: Sink(self._sink_fd(target))
@@ -203,6 +230,16 @@ class DaemonPlmModule(PlmModule):
         if forward_stdin:
             server.forward_stdin(remote, daemon)
         return remote
+
+    def _rank_environment(self, daemon: Daemon, env: Mapping[str, str]) -> dict[str, str]:
+        """What a rank of ``daemon``'s node is sent of ``env``: all of it on this host; the
+        ``OMPY_`` variables and what the user forwarded on another (its daemon adds its own
+        environment)."""
+        if is_local_host(daemon.name):
+            return dict(env)
+        rank_env = {k: v for k, v in env.items() if k.startswith("OMPY_")}
+        rank_env.update(self._exported)
+        return rank_env
 
     @staticmethod
     def _forget(daemon: Daemon, remote: RemoteRank) -> None:
@@ -253,6 +290,9 @@ class DaemonPlmModule(PlmModule):
     # -- after the job ------------------------------------------------------------------------
 
     def finish(self) -> None:
+        own, self._own = self._own, None
+        if own is not None:
+            own.close()
         server, self._server = self._server, None
         if server is None:
             return
@@ -275,3 +315,18 @@ class DaemonPlmModule(PlmModule):
             for remote in daemon.ranks.values():
                 for sink in remote.sinks.values():
                     sink.close()
+
+
+def own_node_starter(
+    host: str, argv: Sequence[str], env: Mapping[str, str], cwd: Path
+) -> RankStarter:
+    """The starter of the launcher's own host's ranks: it adopts the fork server the ``ompy``
+    executable started on a guess when that server runs exactly this job, else starts one."""
+    starter = RankStarter(host)
+    command = classify(argv, cwd)
+    early = take_early(command, env, cwd) if command is not None else None
+    if early is not None:
+        starter.adopt(early, argv)
+    else:
+        starter.warm(argv, env, str(cwd))
+    return starter

@@ -86,6 +86,9 @@ class DaemonServer:
         self._by_fd: dict[int, Daemon] = {}
         #: pidfd of a process that runs daemons -> those daemons and the process
         self._watched: dict[int, tuple[tuple[Daemon, ...], subprocess.Popen[bytes]]] = {}
+        #: node -> the message each daemon is sent once it has authenticated (set before
+        #: :meth:`start`; read only by the server thread after it).
+        self.greetings: dict[int, dict[str, Any]] = {}
         self._stdin_fd: int | None = None
         self._stdin_rank: RemoteRank | None = None
         self._stopping = False
@@ -217,6 +220,9 @@ class DaemonServer:
         protocol.keep_alive(daemon.sock)
         self._by_fd[fd] = daemon
         self._send(daemon, {"op": control.WELCOME})
+        greeting = self.greetings.get(daemon.node)
+        if greeting is not None:
+            self._send(daemon, greeting)
         self._loop.add_reader(daemon.sock, self._on_readable)
 
     def send(self, daemon: Daemon, message: dict[str, Any]) -> None:
