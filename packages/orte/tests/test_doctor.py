@@ -103,7 +103,7 @@ def test_another_ompy_version_is_a_failure_naming_the_layer(fake_ssh, back):
 
 def test_a_launcher_address_nobody_listens_on_fails_connect_back(fake_ssh, back):
     settings = Settings(agent=fake_ssh.agent, launcher_host="127.0.0.2", step_timeout=30)
-    back.sock.close()  # nothing listens on the port any more
+    back.close()  # nothing listens on the port any more
     findings = check_host("node1", settings, back, LAYERS)
     failure = findings[3]
     assert (failure.step, failure.status) == ("connect-back", "failed")

@@ -16,6 +16,7 @@ its first send; a host that reaches some other host through no interface fails t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shlex
@@ -154,6 +155,10 @@ class ConnectBack:
                     continue
 
     def close(self) -> None:
+        """Stop listening.  ``shutdown`` first: on Linux, closing a socket that another thread
+        is blocked in ``accept`` on leaves it listening until that call returns."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         self._thread.join(timeout=5)
 
