@@ -3,7 +3,8 @@
 Hypothesis draws a program: a number of ranks and a list of epochs, each a list of operations
 ``(origin, kind, target, displacement, value)``.  Every rank runs the same program (issuing
 the operations whose origin it is) in loopback worlds (one thread per rank), inside epochs of
-the mode under test; after each epoch every rank compares its window with the model.  The
+the mode under test; after each epoch every rank compares its window with the model, and a
+barrier keeps the next epoch's operations away until every rank has checked.  The
 program keeps to what MPI defines inside one epoch, so the model is exact:
 
 - the window of each rank has a *put region* (``Put``, ``Get``, and ``Put`` through a strided
@@ -158,6 +159,9 @@ def run_program(mode: str, size: int, epochs: list[list[tuple]]) -> None:
             assert memory.tolist() == expected[number][rank].tolist(), (mode, number, rank)
             for index, got in results.items():
                 assert got[0] == reads[number][index], (mode, number, index)
+            # Nobody starts the next epoch's operations before every window was checked
+            # (a target serves them inside any MPI call, a barrier included).
+            comm.Barrier()
         group.Free()
         win.Free()
 
