@@ -23,14 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(
-    0, str(Path(__file__).resolve().parents[3] / "packages/components/osc-pt2pt/tests")
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "packages/components/osc-pt2pt/tests"))
 
-from test_counters import INCREMENTS, count  # noqa: E402
-from test_rma_model import ACC_SLOTS, SLOTS, check_program, plan  # noqa: E402
+from test_counters import INCREMENTS, count
+from test_rma_model import ACC_SLOTS, SLOTS, check_program, plan
 
-from ompy import MPI  # noqa: E402
+from ompy import MPI
 
 KINDS = ["put", "get", "acc", "put_strided", "rput", "rget"]
 
