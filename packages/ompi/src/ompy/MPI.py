@@ -73,6 +73,29 @@ from ompy.ompi.api.split_type import (
 from ompy.ompi.api.topo_args import UNWEIGHTED, WEIGHTS_EMPTY
 from ompy.ompi.api.topo_create import Compute_dims
 from ompy.ompi.api.topocomm import Cartcomm, Distgraphcomm, Graphcomm, Topocomm
+from ompy.ompi.api.win import (
+    LOCK_EXCLUSIVE,
+    LOCK_SHARED,
+    MODE_NOCHECK,
+    MODE_NOPRECEDE,
+    MODE_NOPUT,
+    MODE_NOSTORE,
+    MODE_NOSUCCEED,
+    WIN_BASE,
+    WIN_CREATE_FLAVOR,
+    WIN_DISP_UNIT,
+    WIN_FLAVOR,
+    WIN_FLAVOR_ALLOCATE,
+    WIN_FLAVOR_CREATE,
+    WIN_FLAVOR_DYNAMIC,
+    WIN_FLAVOR_SHARED,
+    WIN_MODEL,
+    WIN_NULL,
+    WIN_SEPARATE,
+    WIN_SIZE,
+    WIN_UNIFIED,
+    Win,
+)
 from ompy.ompi.constants import (
     ANY_SOURCE,
     ANY_TAG,
@@ -323,3 +346,26 @@ __all__ += [
 ]
 
 init_on_import()
+__all__ += [  # one-sided communication (ompy.ompi.api.win)
+    "LOCK_EXCLUSIVE",
+    "LOCK_SHARED",
+    "MODE_NOCHECK",
+    "MODE_NOPRECEDE",
+    "MODE_NOPUT",
+    "MODE_NOSTORE",
+    "MODE_NOSUCCEED",
+    "WIN_BASE",
+    "WIN_CREATE_FLAVOR",
+    "WIN_DISP_UNIT",
+    "WIN_FLAVOR",
+    "WIN_FLAVOR_ALLOCATE",
+    "WIN_FLAVOR_CREATE",
+    "WIN_FLAVOR_DYNAMIC",
+    "WIN_FLAVOR_SHARED",
+    "WIN_MODEL",
+    "WIN_NULL",
+    "WIN_SEPARATE",
+    "WIN_SIZE",
+    "WIN_UNIFIED",
+    "Win",
+]

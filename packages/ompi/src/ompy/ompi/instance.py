@@ -39,6 +39,7 @@ from .group import Group, Members
 from .handle import HandleTable
 from .mca.coll.base.select import CollSelection
 from .mca.op.base.select import OpSelection
+from .mca.osc.base.select import OscSelection
 from .mca.pml.interface import PmlModule
 from .mca.topo.base.select import TopoSelection
 
@@ -105,6 +106,10 @@ class Instance:
     #: The topo framework: opened when a program first lets MPI reorder a topology.
     topo: TopoSelection = attrs.field(
         default=attrs.Factory(lambda self: TopoSelection(self.registry), takes_self=True)
+    )
+    #: The osc framework: opened when the program creates its first window (``MPI.Win``).
+    osc: OscSelection = attrs.field(
+        default=attrs.Factory(lambda self: OscSelection(self.registry), takes_self=True)
     )
     #: The thread level this instance provides (``Init_thread``'s answer).
     thread_level: int = THREAD_SINGLE
@@ -182,6 +187,7 @@ class Instance:
         self.coll.finalize()  # modules of communicators never freed, then coll's components
         self.op.finalize()  # after coll, whose modules reduce with op's kernels
         self.topo.finalize()
+        self.osc.finalize()
         self.pml.finalize()
         if self.pml_framework is not None:
             self.pml_framework.close()

@@ -1,0 +1,1 @@
+"""What every osc component shares: the per-instance selection (:mod:`.select`)."""
