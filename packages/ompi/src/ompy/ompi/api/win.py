@@ -26,6 +26,7 @@ from ..errors import (
     ERR_RMA_FLAVOR,
     ERR_RMA_SYNC,
     ERR_SIZE,
+    ERR_TYPE,
     ERR_WIN,
 )
 from ..errors import Exception as MPIException
@@ -463,6 +464,10 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
             raise ValueError(f"{call}: target: a datatype is needed when origin is None")
         if not isinstance(datatype, Datatype):
             datatype = parse_buffer([bytearray(0), datatype]).datatype
+        if not datatype._checked(call).committed:
+            raise MPIException(
+                ERR_TYPE, f"{call}: the target datatype is not committed (call Commit first)"
+            )
         return w, Target(rank, disp, count, datatype)
 
     def _origin(self, origin: Any, call: str, *, readonly: bool) -> BufferSpec:
