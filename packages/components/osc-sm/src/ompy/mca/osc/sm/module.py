@@ -162,14 +162,14 @@ class SmOscModule(OscModule):
         view the program keeps stays valid, and keeps the mapping, after the window is freed)."""
         base = self._base
         if base is None or self.layout is None:
-            return memoryview(b"")
+            return memoryview(bytearray())
         start = self._offsets[rank]
         return base[start : start + self.layout.sizes[rank]]
 
     @property
     def memory(self) -> memoryview:
         if self.comm is None:
-            return memoryview(b"")
+            return memoryview(bytearray())
         return self._handout(self.comm.rank)
 
     @property
@@ -187,12 +187,11 @@ class SmOscModule(OscModule):
         )
 
     def shared_query(self, rank: int) -> tuple[memoryview, int]:
-        """``rank``'s memory and displacement unit; ``PROC_NULL``: the first non-empty one."""
-        if self.flavor != FLAVOR_SHARED:
-            raise MPIException(
-                ERR_RMA_FLAVOR,
-                "Win.Shared_query: only windows made by Win.Allocate_shared can be queried",
-            )
+        """``rank``'s memory and displacement unit; ``PROC_NULL``: the first non-empty one.
+
+        Every window of this component is in shared memory, so ``Win.Allocate`` windows
+        answer too (MPI 4.1 allows the query on every flavor).
+        """
         if rank == PROC_NULL:
             for peer, region in enumerate(self._regions):
                 if region.nbytes:
@@ -286,6 +285,8 @@ class SmOscModule(OscModule):
         call = "Win.Accumulate"
         spec, at = self._target(target, call)
         element, count = access.matching_elements(origin, spec, call)
+        if not count:
+            return _done()  # nothing to combine: no op is looked up (MPI checks none)
         kernel = self._kernel(op, element)
         source = access.read(origin)
         self._atomically(spec, at, lambda: access.combine(kernel, source, spec, count))
@@ -299,6 +300,8 @@ class SmOscModule(OscModule):
         element, count = access.matching_elements(result, spec, call)
         if origin is not None:
             access.matching_elements(origin, spec, call)
+        if not count:
+            return _done()
         kernel = self._kernel(op, element)
         source = None if origin is None else access.read(origin)
         fetched: list[memoryview] = []
