@@ -17,46 +17,51 @@ from ompy.ompi.api.testing import make_world, run_ranks
 INCREMENTS = 40
 
 
-def counter_job(size: int, style: str) -> list[list[int]]:
-    def body(comm: MPI.Intracomm) -> list[int]:
-        win = MPI.Win.Allocate(8, 8, comm=comm)
-        counter = np.frombuffer(win.tomemory(), dtype="i8")
-        counter[:] = 0
-        comm.Barrier()
-        one = np.ones(1, "i8")
-        seen = []
-        fetched = np.zeros(1, "i8")
-        if style == "lock_all":
-            win.Lock_all()
-        for _ in range(INCREMENTS):
-            if style == "lock":
-                win.Lock(0, MPI.LOCK_SHARED)
-                win.Fetch_and_op(one, fetched, 0, 0, MPI.SUM)
-                win.Unlock(0)
-            elif style == "lock_all":
-                win.Fetch_and_op(one, fetched, 0, 0, MPI.SUM)
-                win.Flush(0)
-            else:  # compare-and-swap until it sticks
-                win.Lock(0, MPI.LOCK_SHARED)
-                old = np.zeros(1, "i8")
-                win.Fetch_and_op(None, old, 0, 0, MPI.NO_OP)
-                win.Flush(0)
-                while True:
-                    win.Compare_and_swap(old + 1, old, fetched, 0, 0)
-                    win.Flush(0)
-                    if fetched[0] == old[0]:
-                        break
-                    old[:] = fetched
-                win.Unlock(0)
-            seen.append(int(fetched[0]))
-        if style == "lock_all":
-            win.Unlock_all()
-        comm.Barrier()
-        final = int(counter[0])
-        win.Free()
-        return [final, *seen]
+def count(comm: MPI.Intracomm, style: str) -> list[int]:
+    """Increment rank 0's counter ``INCREMENTS`` times in ``style``: [final value, fetched...].
 
-    return run_ranks(make_world(size), body, timeout=120)
+    Used by the loopback runs below and by the multi-process suite (``integration/osc``).
+    """
+    win = MPI.Win.Allocate(8, 8, comm=comm)
+    counter = np.frombuffer(win.tomemory(), dtype="i8")
+    counter[:] = 0
+    comm.Barrier()
+    one = np.ones(1, "i8")
+    seen = []
+    fetched = np.zeros(1, "i8")
+    if style == "lock_all":
+        win.Lock_all()
+    for _ in range(INCREMENTS):
+        if style == "lock":
+            win.Lock(0, MPI.LOCK_SHARED)
+            win.Fetch_and_op(one, fetched, 0, 0, MPI.SUM)
+            win.Unlock(0)
+        elif style == "lock_all":
+            win.Fetch_and_op(one, fetched, 0, 0, MPI.SUM)
+            win.Flush(0)
+        else:  # compare-and-swap until it sticks
+            win.Lock(0, MPI.LOCK_SHARED)
+            old = np.zeros(1, "i8")
+            win.Fetch_and_op(None, old, 0, 0, MPI.NO_OP)
+            win.Flush(0)
+            while True:
+                win.Compare_and_swap(old + 1, old, fetched, 0, 0)
+                win.Flush(0)
+                if fetched[0] == old[0]:
+                    break
+                old[:] = fetched
+            win.Unlock(0)
+        seen.append(int(fetched[0]))
+    if style == "lock_all":
+        win.Unlock_all()
+    comm.Barrier()
+    final = int(counter[0])
+    win.Free()
+    return [final, *seen]
+
+
+def counter_job(size: int, style: str) -> list[list[int]]:
+    return run_ranks(make_world(size), lambda comm: count(comm, style), timeout=120)
 
 
 @pytest.mark.parametrize("size", [1, 2, 4])

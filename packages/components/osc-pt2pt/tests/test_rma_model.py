@@ -3,7 +3,8 @@
 Hypothesis draws a program: a number of ranks and a list of epochs, each a list of operations
 ``(origin, kind, target, displacement, value)``.  Every rank runs the same program (issuing
 the operations whose origin it is) in loopback worlds (one thread per rank), inside epochs of
-the mode under test; after each epoch every rank compares its window with the model.  The
+the mode under test; after each epoch every rank compares its window with the model, and a
+barrier keeps the next epoch's operations away until every rank has checked.  The
 program keeps to what MPI defines inside one epoch, so the model is exact:
 
 - the window of each rank has a *put region* (``Put``, ``Get``, and ``Put`` through a strided
@@ -98,71 +99,78 @@ def model(size: int, epochs: list[list[tuple]]) -> tuple[list[np.ndarray], list[
     return after, reads
 
 
-def run_program(mode: str, size: int, epochs: list[list[tuple]]) -> None:
-    expected, reads = model(size, epochs)
-    strided = MPI.INT64_T.Create_vector(3, 1, STRIDE).Commit()
+def check_program(comm: MPI.Intracomm, mode: str, epochs: list[list[tuple]]) -> None:
+    """Run ``epochs`` on ``comm``'s processes in ``mode``; assert the model after each epoch.
 
-    def body(comm: MPI.Intracomm) -> None:
-        rank = comm.Get_rank()
-        win = MPI.Win.Allocate(SLOTS * 8, 8, comm=comm)
-        memory = np.frombuffer(win.tomemory(), dtype="i8")
-        memory[:] = 0
-        group = win.Get_group()
-        comm.Barrier()
-        for number, ops in enumerate(epochs):
-            mine = [(i, op) for i, op in enumerate(ops) if op[0] == rank]
-            results: dict[int, np.ndarray] = {}
-            requests = []
-            if mode == "fence":
-                win.Fence()
-            elif mode == "pscw":
-                win.Post(group)
-                win.Start(group)
-            elif mode == "lock_all":
-                win.Lock_all()
-            current = None
-            for index, (_, kind, target, disp, value) in mine:
-                if mode == "lock" and current != target:
-                    if current is not None:
-                        win.Unlock(current)
-                    win.Lock(target, MPI.LOCK_SHARED)
-                    current = target
-                if kind == "put":
-                    win.Put(np.array([value], "i8"), target, disp)
-                elif kind == "rput":
-                    requests.append(win.Rput(np.array([value], "i8"), target, disp))
-                elif kind == "put_strided":
-                    data = np.array([value, value + 1, value + 2], "i8")
-                    win.Put(data, target, (disp, 1, strided))
-                elif kind == "acc":
-                    win.Accumulate(np.array([value], "i8"), target, disp, MPI.SUM)
-                elif kind == "get":
-                    results[index] = np.full(1, -7, "i8")
-                    win.Get(results[index], target, disp)
-                else:
-                    results[index] = np.full(1, -7, "i8")
-                    requests.append(win.Rget(results[index], target, disp))
-            MPI.Request.Waitall(requests)
-            if mode == "fence":
-                win.Fence()
-            elif mode == "pscw":
-                win.Complete()
-                win.Wait()
-            elif mode == "lock":
+    Used by the loopback runs below and by the multi-process suite (``integration/osc``).
+    """
+    expected, reads = model(comm.Get_size(), epochs)
+    strided = MPI.INT64_T.Create_vector(3, 1, STRIDE).Commit()
+    rank = comm.Get_rank()
+    win = MPI.Win.Allocate(SLOTS * 8, 8, comm=comm)
+    memory = np.frombuffer(win.tomemory(), dtype="i8")
+    memory[:] = 0
+    group = win.Get_group()
+    comm.Barrier()
+    for number, ops in enumerate(epochs):
+        mine = [(i, op) for i, op in enumerate(ops) if op[0] == rank]
+        results: dict[int, np.ndarray] = {}
+        requests = []
+        if mode == "fence":
+            win.Fence()
+        elif mode == "pscw":
+            win.Post(group)
+            win.Start(group)
+        elif mode == "lock_all":
+            win.Lock_all()
+        current = None
+        for index, (_, kind, target, disp, value) in mine:
+            if mode == "lock" and current != target:
                 if current is not None:
                     win.Unlock(current)
-                comm.Barrier()
+                win.Lock(target, MPI.LOCK_SHARED)
+                current = target
+            if kind == "put":
+                win.Put(np.array([value], "i8"), target, disp)
+            elif kind == "rput":
+                requests.append(win.Rput(np.array([value], "i8"), target, disp))
+            elif kind == "put_strided":
+                data = np.array([value, value + 1, value + 2], "i8")
+                win.Put(data, target, (disp, 1, strided))
+            elif kind == "acc":
+                win.Accumulate(np.array([value], "i8"), target, disp, MPI.SUM)
+            elif kind == "get":
+                results[index] = np.full(1, -7, "i8")
+                win.Get(results[index], target, disp)
             else:
-                win.Unlock_all()
-                comm.Barrier()
-            assert memory.tolist() == expected[number][rank].tolist(), (mode, number, rank)
-            for index, got in results.items():
-                assert got[0] == reads[number][index], (mode, number, index)
-        group.Free()
-        win.Free()
-
-    run_ranks(make_world(size), body, timeout=60)
+                results[index] = np.full(1, -7, "i8")
+                requests.append(win.Rget(results[index], target, disp))
+        MPI.Request.Waitall(requests)
+        if mode == "fence":
+            win.Fence()
+        elif mode == "pscw":
+            win.Complete()
+            win.Wait()
+        elif mode == "lock":
+            if current is not None:
+                win.Unlock(current)
+            comm.Barrier()
+        else:
+            win.Unlock_all()
+            comm.Barrier()
+        assert memory.tolist() == expected[number][rank].tolist(), (mode, number, rank)
+        for index, got in results.items():
+            assert got[0] == reads[number][index], (mode, number, index)
+        # Nobody starts the next epoch's operations before every window was checked
+        # (a target serves them inside any MPI call, a barrier included).
+        comm.Barrier()
+    group.Free()
+    win.Free()
     strided.Free()
+
+
+def run_program(mode: str, size: int, epochs: list[list[tuple]]) -> None:
+    run_ranks(make_world(size), lambda comm: check_program(comm, mode, epochs), timeout=60)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -273,17 +273,25 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
         )
 
     def Shared_query(self, rank: int) -> tuple[buffer, int]:
-        """Query the process-local address of a process's part of a shared window."""
+        """Query the process-local address of a process's part of a window.
+
+        Shared windows answer for every rank (the component maps the memory).  Other windows
+        answer as MPI 4.1 allows: a process's own memory for its own rank, and no memory
+        (size 0) for the others, whose memory it cannot load or store.
+        """
         call = "Win.Shared_query"
         w = self._live(call)
         rank = as_int(rank, f"{call}: rank")
-        # MPI 4.1: any flavor; memory the process cannot load/store comes back empty.
         if not (rank == PROC_NULL or 0 <= rank < w.size):
             raise MPIException(
                 ERR_RANK, f"{call}: rank {rank} is not in the window's group of {w.size}"
             )
-        view, unit = w.module.shared_query(rank)
-        return buffer.frombuffer(view), unit
+        if w.flavor == FLAVOR_SHARED:
+            view, unit = w.module.shared_query(rank)
+            return buffer.frombuffer(view), unit
+        if rank == w.rank and w.flavor != FLAVOR_DYNAMIC:
+            return buffer.frombuffer(w.module.memory), w.disp_unit
+        return buffer.fromaddress(0, 0), w.disp_unit
 
     @classmethod
     def Create_dynamic(cls, info: Info = INFO_NULL, comm: Any = None) -> Self:
@@ -366,6 +374,8 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
 
     def Get_name(self) -> str:
         """Get the print name for this window."""
+        if self._w is None:
+            return "MPI_WIN_NULL"
         return self._live("Win.Get_name").name
 
     def Set_name(self, name: str) -> None:
@@ -410,10 +420,15 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
     def tomemory(self) -> buffer:
         """Return window memory buffer."""
         w = self._live("Win.tomemory")
+        if w.flavor == FLAVOR_DYNAMIC:  # MPI_BOTTOM: addresses are absolute
+            return buffer.fromaddress(0, 0)
         return buffer.frombuffer(w.module.memory)
 
     def __buffer__(self, flags: int, /) -> memoryview:
-        return memoryview(self._live("Win.__buffer__").module.memory)
+        w = self._live("Win.__buffer__")
+        if w.flavor == FLAVOR_DYNAMIC:
+            return memoryview(b"")
+        return memoryview(w.module.memory)
 
     # -- communication ----------------------------------------------------------------------------
 
@@ -676,10 +691,9 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
             return
         if rank in w.epochs.locked or w.epochs.lock_all:
             raise MPIException(ERR_RMA_SYNC, f"{call}: rank {rank} is already locked")
-        if w.epochs.fence or w.epochs.access is not None:
-            raise MPIException(
-                ERR_RMA_SYNC, f"{call}: an active-target epoch (Fence or Start) is open"
-            )
+        if w.epochs.access is not None:
+            raise MPIException(ERR_RMA_SYNC, f"{call}: an access epoch begun by Win.Start is open")
+        w.epochs.fence = False  # a fence followed by no RMA call opened no epoch
         w.module.lock(lock_type, rank, assertion)
         w.epochs.locked[rank] = lock_type
 
@@ -702,10 +716,9 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
         assertion = _assertion(assertion, call)
         if w.epochs.lock_all or w.epochs.locked:
             raise MPIException(ERR_RMA_SYNC, f"{call}: a passive-target epoch is already open")
-        if w.epochs.fence or w.epochs.access is not None:
-            raise MPIException(
-                ERR_RMA_SYNC, f"{call}: an active-target epoch (Fence or Start) is open"
-            )
+        if w.epochs.access is not None:
+            raise MPIException(ERR_RMA_SYNC, f"{call}: an access epoch begun by Win.Start is open")
+        w.epochs.fence = False  # a fence followed by no RMA call opened no epoch
         w.module.lock_all(assertion)
         w.epochs.lock_all = True
 

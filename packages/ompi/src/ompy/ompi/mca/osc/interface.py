@@ -156,11 +156,17 @@ class OscModule(abc.ABC):
     def shared_query(self, rank: int) -> tuple[memoryview, int]:
         """The memory and displacement unit of ``rank`` for direct load/store.
 
-        MPI 4.1 allows the query on windows of every flavor: a rank whose memory this process
-        cannot load and store answers an empty view (size 0), which is the default.  Modules
-        whose memory is shared (``sm``) answer with a view of it.
+        Only modules of shared windows can answer; the default raises ``MPI.Exception``
+        (``ERR_RMA_FLAVOR``), as Open MPI does for windows that are not shared.
         """
-        return memoryview(bytearray()), 1
+        from ...errors import ERR_RMA_FLAVOR
+        from ...errors import Exception as MPIException
+
+        raise MPIException(
+            ERR_RMA_FLAVOR,
+            f"Win.Shared_query: the window's osc component '{self.component}' serves windows "
+            "that are not shared; only Win.Allocate_shared windows can be queried",
+        )
 
     @abc.abstractmethod
     def free(self) -> None:

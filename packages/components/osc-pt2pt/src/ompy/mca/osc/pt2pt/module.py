@@ -216,6 +216,12 @@ class Pt2ptOscModule(OscModule):
         op: Op,
         call: str,
     ) -> CoreRequest:
+        if target.count == 0 or target.datatype.Get_size() == 0:
+            if origin is not None:
+                _same_size(origin, target, call)
+            done = CoreRequest()  # nothing to combine: MPI makes it a no-op
+            done.finish()
+            return done
         element = _element(target.datatype, call, "target")
         elements = target.count * target.datatype.Get_size() // max(element.Get_size(), 1)
         data = None
