@@ -54,21 +54,16 @@ def span(spec: BufferSpec) -> tuple[int, int]:
     """The bytes ``[low, high)`` of ``spec.buffer`` its elements touch (empty when no data)."""
     if not spec.count:
         return spec.offset, spec.offset
-    if spec.convertor is None:
-        start = _address(spec.view) - _address(spec.buffer)
-        return start, start + spec.view.nbytes
     layout = spec.datatype.layout
+    if spec.convertor is None:
+        # A contiguous layout's view starts at the offset (spec_of); a derived layout whose
+        # data turned out to be one piece starts at its true lower bound (the convertor's).
+        start = spec.offset if layout.contiguous else spec.offset + layout.true_lb
+        return start, start + spec.view.nbytes
     reach = (spec.count - 1) * layout.extent
     low = spec.offset + layout.true_lb + min(0, reach)
     high = spec.offset + layout.true_lb + layout.true_extent + max(0, reach)
     return low, high
-
-
-def _address(view: memoryview) -> int:
-    """Where ``view``'s first byte is in this process's memory."""
-    if not view.nbytes:
-        return 0
-    return int(np.frombuffer(view, np.uint8).ctypes.data)
 
 
 def read(spec: BufferSpec) -> memoryview:
