@@ -162,9 +162,12 @@ class Pt2ptOscModule(OscModule):
 
     def _send(self, rank: int, message: tuple[Any, ...]) -> None:
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        request = self._pml.isend_view(memoryview(data), rank, TAG, self._c, SendMode.STANDARD)
-        if not request.complete:
-            self._sends.append(request)
+        # The engine's (reentrant) MPI lock: with MPI_THREAD_MULTIPLE progress passes hold it,
+        # so a send from a program thread never meets the serving callback half-way.
+        with self._engine.lock:
+            request = self._pml.isend_view(memoryview(data), rank, TAG, self._c, SendMode.STANDARD)
+            if not request.complete:
+                self._sends.append(request)
 
     def _sends_done(self) -> bool:
         self._sends = [request for request in self._sends if not request.complete]
@@ -174,13 +177,14 @@ class Pt2ptOscModule(OscModule):
         self, rank: int, message: tuple[Any, ...], deliver: Callable[[bytes], None] | None = None
     ) -> CoreRequest:
         """Send an operation to ``rank``; its request completes with the target's answer."""
-        ident = self._next_id
-        self._next_id += 1
         core = CoreRequest()
         core.source = rank
-        self._pending[ident] = _Pending(rank, core, deliver)
-        self._in_flight[rank] += 1
-        self._send(rank, (message[0], ident, *message[1:]))
+        with self._engine.lock:
+            ident = self._next_id
+            self._next_id += 1
+            self._pending[ident] = _Pending(rank, core, deliver)
+            self._in_flight[rank] += 1
+            self._send(rank, (message[0], ident, *message[1:]))
         return core
 
     # -- communication --------------------------------------------------------------------------
