@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import numpy as np
 import pytest
 
+from ompy.ompi.constants import PROC_NULL
 from ompy.ompi.datatype.buffer import parse_buffer
 from ompy.ompi.datatype.predefined import DOUBLE, INT64_T
 from ompy.ompi.errors import ERR_RMA_RANGE
@@ -214,3 +218,53 @@ def test_free_with_views_alive_leaves_nothing_behind(make_world) -> None:
     world.free(modules)
     assert bytes(kept[0]) == bytes(16)
     del kept
+
+
+def test_windows_without_memory_still_synchronise(make_world) -> None:
+    world = make_world(3)
+    modules = world.window([0, 0, 0])
+
+    def body(rank: int) -> None:
+        module = modules[rank]
+        module.fence(0)
+        assert module.memory.nbytes == 0
+        assert module.shared_query(PROC_NULL)[0].nbytes == 0
+        module.post([r for r in range(3) if r != rank], 0)
+        module.start([r for r in range(3) if r != rank], 0)
+        module.complete()
+        module.wait()
+        module.fence(0)
+
+    world.run(body)
+    world.free(modules)
+
+
+def test_threads_of_one_rank_accumulate_atomically(make_world) -> None:
+    # Large accumulates: numpy releases the GIL inside the loop, so without the rank's own
+    # lock (a record lock never excludes its owner) two threads would lose updates.
+    world = make_world(2)
+    count = 200_000
+    modules = world.window([8 * count, 0], disp_unit=8)
+    rounds = 10
+
+    def hammer(module: Any) -> None:
+        ones = np.ones(count, np.int64)
+        for _ in range(rounds):
+            module.accumulate(spec(ones), Target(0, 0, count, INT64_T), SUM)
+
+    def body(rank: int) -> None:
+        module = modules[rank]
+        module.lock_all(0)
+        threads = [threading.Thread(target=hammer, args=(module,)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        module.unlock_all()
+        module.fence(0)
+
+    world.run(body)
+    totals = np.frombuffer(modules[0].memory, np.int64)
+    assert (totals == 2 * 3 * rounds).all()
+    del totals
+    world.free(modules)
