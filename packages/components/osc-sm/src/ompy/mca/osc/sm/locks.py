@@ -35,10 +35,16 @@ import struct
 import sys
 import threading
 
-#: Whether open-file-description locks are available (Linux 3.15 and later).
-OFD = sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK")
 #: ``struct flock`` on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (and padding).
 _FLOCK = struct.Struct("hhqqi4x")
+#: Whether open-file-description locks are available (Linux 3.15 and later), on a 64-bit
+#: build whose ``struct flock`` has the layout above.
+OFD = (
+    sys.platform.startswith("linux")
+    and hasattr(fcntl, "F_OFD_SETLK")
+    and struct.calcsize("P") == 8
+    and _FLOCK.size == 32
+)
 _BUSY = (errno.EAGAIN, errno.EACCES)
 
 
