@@ -28,6 +28,7 @@ from ompy.ompi.mca.osc import (
 from ompy.opal.mca import Offer
 from ompy.opal.mca.shmem import Segment, SegmentDescriptor
 from ompy.opal.mca.shmem import base as shmem_base
+from ompy.opal.proc import Proc
 
 from . import __version__
 from .module import SmOscModule, communicator_of
@@ -62,7 +63,11 @@ class SmOscComponent(OscComponent):
             self.log.debug("windows over intercommunicators are not served")
             return None
         procs = comm.instance.procs
-        nodes = {getattr(procs[world], "node_id", None) for world in comm.world_ranks}
+        members = [procs[world] for world in comm.world_ranks]
+        if not all(isinstance(proc, Proc) for proc in members):
+            self.log.debug("processes without a run-time identity: their node is unknown")
+            return None
+        nodes = {proc.node_id for proc in members}
         if len(nodes) > 1:
             self.log.debug("a window of flavor %s over %d nodes", flavor, len(nodes))
             return None

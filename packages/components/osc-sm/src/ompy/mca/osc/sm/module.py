@@ -126,8 +126,8 @@ class SmOscModule(OscModule):
 
     def _create(self, comm: Communicator, layout: L.Layout) -> Segment:
         instance = comm.instance
-        me = instance.procs[instance.world_rank]
-        job = getattr(me, "jobid", None) or f"pid{os.getpid()}"
+        me = instance.procs[instance.world_rank]  # a Proc: the component checked
+        job = me.jobid or f"pid{os.getpid()}"
         # The random part keeps other users from creating the name first.
         name = (
             f"ompy-{job}-{secrets.token_hex(8)}-osc-sm-{comm.rank}-{comm.context_id}-"
