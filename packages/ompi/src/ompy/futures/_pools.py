@@ -143,6 +143,7 @@ class Pool:
             item = self.queue.popleft()
             if item is None:
                 self.queue.appendleft(None)  # stays: every later take sees the end too
+                self.wakeup.notify_all()  # and whoever sleeps on the queue wakes to see it
             return item
 
     def sleep(self, seconds: float | None) -> None:

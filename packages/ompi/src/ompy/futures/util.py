@@ -31,21 +31,27 @@ class _Collector:
             future.add_done_callback(self._input_done)
 
     def _input_done(self, future: Future[Any]) -> None:
+        # Decide under the lock, complete the output outside it: completing runs the output's
+        # callbacks, one of which (``_output_done``) takes the lock too.
         with self.lock:
             if self.output.done() or future not in self.waiting:
                 return
-            if future.cancelled():
-                self.output.cancel()
-                return
+            if future.cancelled() or future.exception() is not None:
+                finished = False
+            else:
+                for index in self.waiting.pop(future):
+                    self.results[index] = future.result()
+                finished = not self.waiting
+                if not finished:
+                    return
+        if future.cancelled():
+            self.output.cancel()
+        elif not finished:
             error = future.exception()
-            if error is not None:
-                if self.output.set_running_or_notify_cancel():
-                    self.output.set_exception(error)
-                return
-            for index in self.waiting.pop(future):
-                self.results[index] = future.result()
-            finished = not self.waiting
-        if finished and self.output.set_running_or_notify_cancel():
+            assert error is not None
+            if self.output.set_running_or_notify_cancel():
+                self.output.set_exception(error)
+        elif self.output.set_running_or_notify_cancel():
             self.output.set_result(self.results)
 
     def _output_done(self, output: Future[Any]) -> None:
