@@ -285,8 +285,9 @@ class CommManager:
         serialized = state().serialized
         size = self.comm.Get_remote_size()
         try:
-            if not self._setup(size, serialized):
-                pool.break_down("initializer failed")
+            failure = self._setup(size, serialized)
+            if failure is not None:
+                pool.break_down(failure)
                 return
             pool.started(size)
             self._dispatch(pool, serialized)
@@ -300,21 +301,23 @@ class CommManager:
                     if self.release is not None:
                         self.release(self.comm)
 
-    def _setup(self, size: int, serialized: Any) -> bool:
-        """Send every worker the setup (options, initializer); True if it went well everywhere."""
+    def _setup(self, size: int, serialized: Any) -> str | None:
+        """Send every worker the setup (options, initializer); why it failed, if it did."""
         message = (_wire.SETUP, self.options)
         with serialized():
             requests = [
                 _wire.send_any(self.comm, message, worker, self.tag) for worker in range(size)
             ]
-        ok = True
+        failure = None
         for worker in range(size):
             with serialized():
-                success, _ = self.comm.recv(None, worker, self.tag)
-            ok = ok and success
+                success, error = self.comm.recv(None, worker, self.tag)
+            if not success and failure is None:
+                setup_error = isinstance(error, _wire.SetupError)
+                failure = str(error) if setup_error else "initializer failed"
         with serialized():
             MPI.Request.Waitall(requests)
-        return ok
+        return failure
 
     def _dispatch(self, pool: Pool, serialized: Any) -> None:
         """Send calls to idle workers and complete futures from replies until the queue ends."""

@@ -26,6 +26,8 @@ class FuturesState:
     shared: Any = None
     local: threading.local = attrs.field(factory=threading.local)
     main_imported: bool = False
+    #: A worker is running the executor's main module (an executor made now is a mistake).
+    importing_main: bool = False
     mpi_lock: threading.RLock = attrs.field(factory=threading.RLock)
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     #: The pools whose manager threads run, told to finish when the main thread ends.

@@ -57,6 +57,10 @@ def send_any(comm: Any, message: Any, dest: int, tag: int) -> MPI.Request:
         return comm.isend(ByValue(message), dest, tag)
 
 
+class SetupError(Exception):
+    """A worker could not apply an executor's setup (other than its initializer failing)."""
+
+
 class RemoteTraceback(Exception):  # noqa: N818 (concurrent.futures' name for the same thing)
     """The traceback of an exception raised in a worker, as the worker formatted it."""
 

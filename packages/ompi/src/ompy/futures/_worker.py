@@ -37,6 +37,20 @@ def _import_main(options: dict[str, Any]) -> None:
     if worker_state.main_imported or (name is None and path is None and init_globals is None):
         return
     worker_state.main_imported = True
+    worker_state.importing_main = True
+    try:
+        _run_main(name, path, init_globals)
+    except BaseException as error:
+        where = name if name is not None else path
+        raise _wire.SetupError(
+            f"the worker could not import the program's main module {where!r}: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    finally:
+        worker_state.importing_main = False
+
+
+def _run_main(name: str | None, path: str | None, init_globals: dict[str, Any] | None) -> None:
     module = types.ModuleType(WORKER_RUN_NAME)
     if init_globals:
         module.__dict__.update(init_globals)

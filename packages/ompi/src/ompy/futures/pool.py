@@ -247,6 +247,11 @@ def _results(  # noqa: PLR0917
 
 
 def _default_pool(executor: MPIPoolExecutor) -> _pools.Pool:
+    if state().importing_main:
+        raise RuntimeError(
+            "an MPIPoolExecutor was used while a worker imported the program's main module: "
+            "put the program's main code under `if __name__ == '__main__':`"
+        )
     shared = state().shared
     if shared is not None:
         return shared.pool(executor._options)
