@@ -98,8 +98,13 @@ class Pool:
 
     def push(self, item: Item) -> None:
         with self.wakeup:
-            self.queue.append(item)
-            self.wakeup.notify()
+            broken = self.broken
+            if broken is None:
+                self.queue.append(item)
+                self.wakeup.notify()
+                return
+        if item is not None and item[0].set_running_or_notify_cancel():
+            item[0].set_exception(BrokenExecutor(broken))  # the pool broke since the check
 
     def done(self) -> None:
         """No more calls: the manager finishes those queued and running, then leaves."""
@@ -131,7 +136,8 @@ class Pool:
 
     def break_down(self, reason: str) -> None:
         """The pool cannot run calls: fail those queued, refuse new ones."""
-        self.broken = reason
+        with self.wakeup:
+            self.broken = reason
         self.ready.set()
         self.cancel(fail=reason)
 
