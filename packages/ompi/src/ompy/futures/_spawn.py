@@ -90,7 +90,15 @@ def spawn_manager(options: dict[str, Any]) -> Callable[[_pools.Pool], None]:
     from .pool import _setup_options
 
     def manage(pool: _pools.Pool) -> None:
-        comm = spawn(options)
+        try:
+            comm = spawn(options)
+        except Exception as error:  # the executor reports it as broken, with the cause
+            pool.break_down(
+                f"spawning the workers failed ({type(error).__name__}: {error}); without "
+                "dynamic processes run the program under `python -m ompy.futures` or use "
+                "MPICommExecutor"
+            )
+            return
         idle = _pools.idle_slots(comm.Get_remote_size())
         manager = _pools.CommManager(comm, 0, idle, _setup_options(options), release=_disconnect)
         manager(pool)
