@@ -138,6 +138,9 @@ class Instance:
     #: Every world rank's architecture from the modex (heterogeneous conversion); without a
     #: run-time (loopback worlds) every rank is like this process.
     archs: PeerArchs = attrs.field(factory=PeerArchs, repr=False)
+    #: Per-process state of the pure-Python helpers (``ompy.util.pkl5``'s keyval, ...), keyed
+    #: by the helper's module name: they live outside the layer and keep their state here.
+    helpers: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
     # -- threads -----------------------------------------------------------------------------
 

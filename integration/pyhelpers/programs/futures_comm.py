@@ -1,0 +1,118 @@
+"""``MPICommExecutor`` across ranks: the root maps calls onto the other ranks.
+
+Checks, each printed by the root as one JSON line ``{"check": name, "ok": value}``:
+
+- ``map10k``: 10,000 small calls in order, then unordered and in chunks;
+- ``arrays``: a few large numpy results (8 MiB each) arrive intact;
+- ``lambda``: a lambda and a function defined inside a function run on the workers;
+- ``error``: a call that raises gives its exception, with the worker's traceback as cause;
+- ``workers``: ``get_comm_workers()`` in a call is the workers' intracommunicator;
+- ``initializer``: the initializer ran on every worker before its calls;
+- ``broken``: a failing initializer breaks the executor (and the workers still leave);
+- ``subcomm``: an executor on a sub-communicator whose root is its last rank.
+"""
+
+import json
+import os
+
+import numpy as np
+
+from ompy import MPI
+from ompy.futures import BrokenExecutor, MPICommExecutor, get_comm_workers
+
+world = MPI.COMM_WORLD
+INITIALIZED = []
+
+
+def report(check, ok):
+    print(json.dumps({"check": check, "ok": ok}), flush=True)
+
+
+def square(x):
+    return x * x
+
+
+def array(n):
+    return np.full(1 << 20, float(n))
+
+
+def workers_view(_):
+    comm = get_comm_workers()
+    return comm.Get_size(), world.Get_rank()
+
+
+def initialize(value):
+    INITIALIZED.append(value)
+
+
+def initialized(_):
+    return INITIALIZED
+
+
+def fail_to_initialize():
+    raise OSError("no scratch space")
+
+
+def make_adder(offset):
+    def add(x):
+        return x + offset
+
+    return add
+
+
+with MPICommExecutor(world, root=0) as executor:
+    if executor is not None:
+        n = 10_000
+        report("map10k", list(executor.map(square, range(n))) == [x * x for x in range(n)])
+        unordered = sorted(executor.map(square, range(n), unordered=True))
+        report("map10k_unordered", unordered == [x * x for x in range(n)])
+        report(
+            "map10k_chunks",
+            list(executor.map(square, range(n), chunksize=97)) == [x * x for x in range(n)],
+        )
+        arrays = list(executor.map(array, range(4)))
+        report(
+            "arrays", all(a.shape == (1 << 20,) and (a == k).all() for k, a in enumerate(arrays))
+        )
+        report("lambda", executor.submit(lambda x: x * 3, 14).result() == 42)
+        report("local_function", list(executor.map(make_adder(5), [1, 2])) == [6, 7])
+        future = executor.submit(os.path.join, 1, 2)
+        try:
+            future.result()
+        except TypeError as error:
+            cause = str(error.__cause__)
+            # On one process the calls run on a thread here: no remote traceback then.
+            remote = world.Get_size() == 1 or ("### Worker" in cause and "TypeError" in cause)
+            report("error", remote)
+        views = set(executor.map(workers_view, range(50)))
+        workers_size = max(world.Get_size() - 1, 1)  # one process: a thread, on COMM_SELF
+        ranks = {rank for _, rank in views}
+        sizes = {size for size, _ in views}
+        report("workers", sizes == {workers_size} and (world.Get_size() == 1 or 0 not in ranks))
+        report("num_workers", executor.num_workers == max(world.Get_size() - 1, 1))
+
+with MPICommExecutor(world, root=0, initializer=initialize, initargs=("ready",)) as executor:
+    if executor is not None:
+        report(
+            "initializer", all(seen == ["ready"] for seen in executor.map(initialized, range(20)))
+        )
+
+with MPICommExecutor(world, root=0, initializer=fail_to_initialize) as executor:
+    if executor is not None:
+        try:
+            executor.submit(square, 2).result(timeout=60)
+        except BrokenExecutor as error:
+            report("broken", "initializer failed" in str(error))
+        else:
+            report("broken", False)
+
+# All ranks but the last (all of one rank) form a sub-communicator whose last rank is the root.
+inside = world.Get_rank() < max(world.Get_size() - 1, 1)
+sub = world.Split(0 if inside else 1, world.Get_rank())
+if inside:
+    with MPICommExecutor(sub, root=sub.Get_size() - 1) as executor:
+        if executor is not None:
+            total = sum(executor.map(square, range(100)))
+            report("subcomm", total == sum(x * x for x in range(100)))
+sub.Free()
+world.Barrier()

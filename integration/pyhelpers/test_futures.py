@@ -1,0 +1,100 @@
+"""``ompy.futures`` across ranks, over shared memory and TCP.
+
+- ``programs/futures_comm.py``: ``MPICommExecutor`` (10,000 small calls, large numpy results,
+  lambdas, remote tracebacks, initializers, a broken executor, a sub-communicator);
+- ``programs/futures_shared.py`` under ``python -m ompy.futures``: the job's other ranks serve
+  every executor of the program, without spawning;
+- a program that fails under ``python -m ompy.futures`` ends the whole job with its traceback
+  (the serving ranks do not wait for it).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+pytestmark = pytest.mark.timeout(600)
+
+COMM_CHECKS = [
+    "map10k",
+    "map10k_unordered",
+    "map10k_chunks",
+    "arrays",
+    "lambda",
+    "local_function",
+    "error",
+    "workers",
+    "num_workers",
+    "initializer",
+    "broken",
+    "subcomm",
+]
+SHARED_CHECKS = ["argv", "map", "two_executors", "workers", "lambda", "arrays"]
+
+
+def checks(stdout: str) -> dict[str, bool]:
+    entries = [json.loads(line) for line in stdout.splitlines()]
+    return {entry["check"]: entry["ok"] for entry in entries}
+
+
+@pytest.mark.parametrize(
+    ("size", "btl"), [(1, "self,sm"), (2, "self,sm"), (4, "self,sm"), (3, "self,tcp")]
+)
+def test_comm_executor(ompy, size, btl):
+    args = ["-n", str(size), "--oversubscribe", "--mca", "btl", btl, "--timeout", "400"]
+    result = ompy.run([*args, sys.executable, str(PROGRAMS / "futures_comm.py")], timeout=450)
+    assert result.returncode == 0, result.stderr
+    assert checks(result.stdout) == dict.fromkeys(COMM_CHECKS, True), result.stdout
+
+
+@pytest.mark.parametrize(("size", "btl"), [(1, "self,sm"), (3, "self,sm"), (4, "self,tcp")])
+def test_shared_workers_without_spawn(ompy, size, btl):
+    args = ["-n", str(size), "--oversubscribe", "--mca", "btl", btl, "--timeout", "300"]
+    program = [sys.executable, "-m", "ompy.futures", str(PROGRAMS / "futures_shared.py"), "hello"]
+    result = ompy.run([*args, *program], timeout=350)
+    assert result.returncode == 0, result.stderr
+    assert checks(result.stdout) == dict.fromkeys(SHARED_CHECKS, True), result.stdout
+
+
+def test_failing_program_ends_the_job(ompy, tmp_path):
+    program = tmp_path / "fails.py"
+    program.write_text(
+        "from ompy.futures import MPIPoolExecutor\n"
+        "if __name__ == '__main__':\n"
+        "    with MPIPoolExecutor() as executor:\n"
+        "        assert executor.submit(abs, -2).result() == 2\n"
+        "        raise LookupError('the program failed')\n"
+    )
+    args = ["-n", "3", "--oversubscribe", "--timeout", "200"]
+    result = ompy.run([*args, sys.executable, "-m", "ompy.futures", str(program)], timeout=250)
+    assert result.returncode == 1, result.stderr
+    assert "LookupError: the program failed" in result.stderr
+
+
+def test_program_without_main_guard_is_told_why(ompy, tmp_path):
+    """The workers import the program to find its functions; unguarded, it would make executors
+    there too: the executor breaks with the reason instead of the job hanging."""
+    program = tmp_path / "unguarded.py"
+    program.write_text(
+        "from ompy.futures import MPIPoolExecutor\n"
+        "with MPIPoolExecutor() as executor:\n"
+        "    executor.submit(abs, -2).result()\n"
+    )
+    args = ["-n", "3", "--oversubscribe", "--timeout", "200"]
+    result = ompy.run([*args, sys.executable, "-m", "ompy.futures", str(program)], timeout=250)
+    assert result.returncode == 1, result.stderr
+    assert "BrokenExecutor" in result.stderr
+    assert "if __name__ == '__main__':" in result.stderr
+
+
+def test_bad_command_line_is_refused_on_every_rank(ompy):
+    args = ["-n", "2", "--timeout", "100"]
+    result = ompy.run(
+        [*args, sys.executable, "-m", "ompy.futures", "/no/such/file.py"], timeout=150
+    )
+    assert result.returncode == 1
+    assert "path does not exist: /no/such/file.py" in result.stderr

@@ -1,0 +1,240 @@
+"""``ompy.futures`` in one process: combining futures, the thread executors, the executor's
+API (map, starmap, chunks, buffering, shutdown) and what travels to workers by value.
+
+The worker processes themselves (``MPICommExecutor`` at 2-4 ranks, ``python -m ompy.futures``)
+are tested through ``ompy run`` in ``integration/pyhelpers``.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+from concurrent.futures import CancelledError, Future
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ompy import MPI
+from ompy.futures import (
+    BrokenExecutor,
+    MPICommExecutor,
+    MPIPoolExecutor,
+    ThreadPoolExecutor,
+    _wire,
+    collect,
+    compose,
+    get_comm_workers,
+)
+
+
+def done(value: object) -> Future[object]:
+    future: Future[object] = Future()
+    future.set_result(value)
+    return future
+
+
+def failed(error: BaseException) -> Future[object]:
+    future: Future[object] = Future()
+    future.set_exception(error)
+    return future
+
+
+# -- collect and compose -------------------------------------------------------------------------
+
+
+def test_collect_keeps_order_and_repeats() -> None:
+    first, second = Future(), Future()
+    together = collect([first, second, first])
+    assert not together.done()
+    second.set_result("b")
+    first.set_result("a")
+    assert together.result(timeout=5) == ["a", "b", "a"]
+    assert collect([]).result() == []
+
+
+def test_collect_fails_with_the_first_failure_and_cancels_the_rest() -> None:
+    pending: Future[object] = Future()
+    together = collect([failed(KeyError("k")), pending])
+    with pytest.raises(KeyError):
+        together.result(timeout=5)
+    assert pending.cancelled()
+
+
+def test_cancelling_collect_cancels_its_inputs_and_a_cancelled_input_cancels_it() -> None:
+    a, b = Future(), Future()
+    together = collect([a, b])
+    assert together.cancel()
+    assert a.cancelled() and b.cancelled()
+    c: Future[object] = Future()
+    again = collect([c])
+    c.cancel()
+    assert again.cancelled()
+
+
+def test_compose_results_and_exceptions() -> None:
+    assert compose(done(2), lambda x: x * 10).result() == 20
+    assert compose(done(2)).result() == 2
+    with pytest.raises(ValueError, match="v"):
+        compose(failed(ValueError("v"))).result()
+    assert compose(failed(ValueError("v")), excepthook=str).result() == "v"
+    with pytest.raises(TypeError):
+        compose(failed(ValueError("v")), excepthook=TypeError).result()
+    with pytest.raises(ZeroDivisionError):
+        compose(done(0), lambda x: 1 / x).result()
+
+
+def test_compose_cancellation_goes_both_ways() -> None:
+    source: Future[object] = Future()
+    composed = compose(source)
+    composed.cancel()
+    assert source.cancelled()
+    other: Future[object] = Future()
+    composed = compose(other)
+    other.cancel()
+    assert composed.cancelled()
+    with pytest.raises(CancelledError):
+        composed.result()
+
+
+# -- the executor API on threads ------------------------------------------------------------------
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    values=st.lists(st.integers(-1000, 1000), max_size=60),
+    chunksize=st.integers(1, 7),
+    buffersize=st.none() | st.integers(1, 5),
+)
+def test_map_equals_builtin_map(values: list[int], chunksize: int, buffersize: int | None) -> None:
+    with ThreadPoolExecutor(max_workers=3) as executor:
+        got = list(executor.map(square, values, chunksize=chunksize, buffersize=buffersize))
+        assert got == [v * v for v in values]
+        unordered = executor.map(square, values, chunksize=chunksize, unordered=True)
+        assert sorted(unordered) == sorted(v * v for v in values)
+        pairs = [(v, 2) for v in values]
+        assert list(executor.starmap(pow, pairs, chunksize=chunksize)) == [v**2 for v in values]
+
+
+def test_map_arguments_are_checked() -> None:
+    with ThreadPoolExecutor() as executor:
+        with pytest.raises(ValueError, match="chunksize"):
+            executor.map(square, [1], chunksize=0)
+        with pytest.raises(TypeError, match="buffersize"):
+            executor.map(square, [1], buffersize=1.5)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="buffersize"):
+            executor.map(square, [1], buffersize=0)
+        with pytest.raises(ValueError, match="unordered"):
+            executor.map(square, [1], buffersize=2, unordered=True)
+    with pytest.raises(ValueError, match="max_workers"):
+        MPIPoolExecutor(max_workers=0)
+    with pytest.raises(TypeError, match="initializer"):
+        MPIPoolExecutor(initializer=3)  # type: ignore[arg-type]
+
+
+def test_map_timeout_and_failure() -> None:
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        results = executor.map(time.sleep, [0.5, 0.5], timeout=0.05)
+        with pytest.raises(TimeoutError):
+            next(results)
+        failing = executor.map(lambda x: 1 // x, [1, 0, 2])
+        assert next(failing) == 1
+        with pytest.raises(ZeroDivisionError):
+            next(failing)
+
+
+def test_shutdown_cancels_queued_calls_and_refuses_new_ones() -> None:
+    gate = threading.Event()
+    executor = ThreadPoolExecutor(max_workers=1)
+    running = executor.submit(gate.wait)
+    deadline = time.monotonic() + 10
+    while not running.running() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    queued = [executor.submit(square, n) for n in range(5)]
+    executor.shutdown(wait=False, cancel_futures=True)
+    gate.set()
+    assert running.result(timeout=10) is True
+    assert all(f.cancelled() or f.done() for f in queued)
+    assert any(f.cancelled() for f in queued)
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        executor.submit(square, 1)
+    with pytest.raises(RuntimeError, match="bootup after shutdown"):
+        executor.bootup()
+    executor.shutdown()
+    assert executor.num_workers == 0
+
+
+def test_failing_initializer_breaks_the_pool() -> None:
+    def boom() -> None:
+        raise OSError("no")
+
+    executor = ThreadPoolExecutor(max_workers=2, initializer=boom)
+    future = executor.submit(square, 3)
+    with pytest.raises(BrokenExecutor, match="initializer failed"):
+        future.result(timeout=10)
+    with pytest.raises(BrokenExecutor):
+        executor.submit(square, 3)
+    assert executor.num_workers == 0
+    executor.shutdown()
+
+
+def test_initializer_and_workers_comm_on_threads() -> None:
+    seen = []
+    with ThreadPoolExecutor(max_workers=2, initializer=seen.append, initargs=("hi",)) as executor:
+        assert executor.bootup() is executor
+        assert executor.num_workers == 2
+        assert executor.submit(get_comm_workers).result() == MPI.COMM_SELF
+    assert seen == ["hi", "hi"]
+    with pytest.raises(RuntimeError, match="not accessible"):
+        get_comm_workers()
+
+
+def test_comm_executor_on_one_process_runs_on_a_thread() -> None:
+    with pytest.raises(ValueError, match="intracommunicator"):
+        MPICommExecutor(_FakeInter())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="root"):
+        MPICommExecutor(MPI.COMM_SELF, root=1)
+    context = MPICommExecutor(MPI.COMM_SELF)
+    with context as executor:
+        assert executor is not None
+        assert list(executor.map(square, range(10))) == [n * n for n in range(10)]
+        assert executor.num_workers == 1
+        with pytest.raises(RuntimeError, match="already entered"):
+            context.__enter__()
+
+
+class _FakeInter:
+    def Is_inter(self) -> bool:
+        return True
+
+
+# -- what goes by value --------------------------------------------------------------------------
+
+
+def test_what_pickle_refuses_goes_by_value() -> None:
+    def make(offset: int):
+        return lambda x: x + offset
+
+    message = (_wire.CALL, make(5), (1,), {})
+    with pytest.raises(_wire.PICKLING_ERRORS):
+        pickle.dumps(message)
+    travelled = pickle.loads(pickle.dumps(_wire.ByValue(message)))
+    _, fn, args, kwargs = travelled
+    assert fn(*args, **kwargs) == 6
+
+
+def test_remote_errors_arrive_with_the_workers_traceback() -> None:
+    try:
+        {}["missing"]
+    except KeyError as error:
+        wrapped = _wire.remote_error(error, "Worker 3 of 4 on node")
+    arrived = pickle.loads(pickle.dumps(wrapped))
+    assert isinstance(arrived, KeyError)
+    assert isinstance(arrived.__cause__, _wire.RemoteTraceback)
+    assert "### Worker 3 of 4 on node" in str(arrived.__cause__)
+    assert "KeyError: 'missing'" in str(arrived.__cause__)
