@@ -197,3 +197,32 @@ def test_a_start_of_a_process_outside_a_rooted_operation_completes_at_once():
         return True
 
     assert all(run_ranks(make_world(3), body, timeout=60))
+
+
+@pytest.mark.parametrize("size", [2, 5])
+def test_persistent_and_other_collectives_run_together(size):
+    """A started persistent collective and blocking and nonblocking collectives of the same
+    intercommunicator in flight at once never take each other's messages (own tags)."""
+
+    def body(world):
+        inter, theirs = halves(world)
+        me = world.Get_rank()
+        mine, persistent_total = np.zeros(3), np.zeros(3)
+        request = inter.Allreduce_init(mine, persistent_total)
+        for step in range(5):
+            mine[...] = me + step
+            request.Start()
+            blocking = np.zeros(3)
+            inter.Allreduce(np.full(3, 100.0 * me), blocking)
+            gathered = np.zeros((inter.Get_remote_size(), 3))
+            pending = inter.Iallgather(np.full(3, float(me + step)), gathered)
+            barrier = inter.Ibarrier()
+            MPI.Request.Waitall([barrier, request, pending])
+            assert (persistent_total == sum(w + step for w in theirs)).all()
+            assert (blocking == 100.0 * sum(theirs)).all()
+            assert [row[0] for row in gathered] == [w + step for w in theirs]
+        request.Free()
+        inter.Free()
+        return True
+
+    assert all(run_ranks(make_world(size), body, timeout=60))
