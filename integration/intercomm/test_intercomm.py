@@ -4,7 +4,8 @@ One job per size (2 to 5 ranks, so odd sizes give groups of unequal sizes) and t
 memory, TCP) runs ``programs/intercomm_suite.py``: the coll-inter battery (intercommunicators of
 three shapes, point-to-point across the groups, every collective blocking and nonblocking, vector
 and object forms, roots on either side, all checked against values each rank computes itself;
-Dup, Split, Create, Merge, names, attributes) and rendezvous-sized messages across the groups.
+Dup, Split, Create, Merge, names, attributes; every persistent collective started three times
+with new data, in a different order on every rank) and rendezvous-sized messages across the groups.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def test_the_intercommunicator_suite_passes(ompy, size, transport):
             "odd-even: blocking: Reduce_scatter",
             "one-vs-rest: nonblocking in flight together",
             "halves: Merge high=False",
+            "halves: persistent root in high group start 2: Allgatherv_init",
+            "odd-even: persistent root in low group start 2: Reduce_scatter_init",
+            "one-vs-rest: persistent Barrier_init started 21 times",
             "rendezvous across",
         ):
             assert any(name.startswith(expected) for name in passed), (report["rank"], expected)

@@ -50,7 +50,10 @@ request.Wait()
 mine = inter.Get_rank()
 assert all((blocks[i] == mine + 10 * theirs[i]).all() for i in range(remote)), "Ialltoall 256 KiB"
 passed.append("rendezvous across")
-providers = {op: inter._c.coll.provider(op) for op in ("barrier", "iallreduce", "bcast_object")}
+providers = {
+    op: inter._c.coll.provider(op)
+    for op in ("barrier", "iallreduce", "bcast_object", "allreduce_init")
+}
 inter.Free()
 print(
     json.dumps({"rank": rank, "size": size, "passed": passed, "providers": providers}), flush=True

@@ -422,6 +422,210 @@ def _value_error(action: Callable[[], Any]) -> bool:
     return False
 
 
+# -- persistent collectives ------------------------------------------------------------------------
+
+
+def persistent(t: Battery, shape: str, ic: Any, mine: list[int], theirs: list[int]) -> None:
+    """Every ``X_init`` of an intercommunicator, started three times with new data each time.
+
+    The requests are initialized in the same order everywhere (as MPI requires) but started in
+    an order that differs from rank to rank (``Startall`` of a rotated list): each has its own
+    tag, so they may.  Between starts every process rewrites its send buffers in place; each
+    start must deliver the data of that start.
+    """
+    rank, remote, size = ic.Get_rank(), ic.Get_remote_size(), ic.Get_size()
+    low = mine[0] < theirs[0]
+    for root_low in (True, False):  # at rank 0 of the low group, at the last of the high one
+        case = f"{shape}: persistent root in {'low' if root_low else 'high'} group"
+        in_root_group = low == root_low
+        root_group = mine if in_root_group else theirs
+        index = 0 if root_low else len(root_group) - 1
+        root = (MPI.ROOT if rank == index else MPI.PROC_NULL) if in_root_group else index
+        _persistent_case(t, case, ic, root, mine, theirs, root_group[index])
+    # Barrier_init alone, started many times; a request may not be started twice at once
+    barrier = ic.Barrier_init()
+    for _ in range(20):
+        barrier.Start()
+        barrier.Wait()
+    barrier.Start()
+    t.check(
+        f"{shape}: persistent Start of an active request refused",
+        _raises(barrier.Start, MPI.ERR_REQUEST),
+    )
+    t.check(
+        f"{shape}: persistent Free of an active request refused",
+        _raises(barrier.Free, MPI.ERR_REQUEST),
+    )
+    barrier.Wait()
+    barrier.Free()
+    t.check(f"{shape}: persistent Barrier_init started 21 times", barrier == MPI.REQUEST_NULL)
+    t.check(
+        f"{shape}: persistent bad root refused",
+        _raises(lambda: ic.Bcast_init(np.zeros(1), root=remote), MPI.ERR_ROOT),
+    )
+    t.check(
+        f"{shape}: persistent IN_PLACE refused",
+        _value_error(lambda: ic.Allreduce_init(MPI.IN_PLACE, np.zeros(1))),
+    )
+    t.check(
+        f"{shape}: no Scan_init", not hasattr(ic, "Scan_init") and not hasattr(ic, "Exscan_init")
+    )
+    # after the refused inits the tags still agree: a new request works
+    out = np.full(K, -1.0)
+    request = ic.Allreduce_init(data(t.me), out)
+    request.Start()
+    request.Wait()
+    request.Free()
+    t.check(
+        f"{shape}: persistent after refused inits", np.allclose(out, sum(data(w) for w in theirs))
+    )
+    del size
+
+
+def _persistent_case(  # noqa: PLR0917 (the case, spelled out)
+    t: Battery,
+    case: str,
+    ic: Any,
+    root: int,
+    mine: list[int],
+    theirs: list[int],
+    root_world: int,
+) -> None:
+    rank, remote, size = ic.Get_rank(), ic.Get_remote_size(), ic.Get_size()
+    total = size * remote  # the elements both groups reduce in Reduce_scatter(_block)
+    # the send buffers, rewritten before every start
+    send = data(t.me)
+    send_v = data(t.me, rank + 1)
+    send_total = data(t.me, total)
+    send_all = np.zeros((remote, K))
+    send_w = np.zeros(remote, dtype="i")
+    # the receive buffers
+    bcast = np.full(K, -1.0)
+    gathered = np.full((remote, K), -1.0)
+    counts = [i + 1 for i in range(remote)]
+    displs = [sum(counts[:i]) for i in range(remote)]
+    gathered_v = np.full(sum(counts), -1.0)
+    scattered = np.full(K, -1.0)
+    scattered_v = np.full(rank + 1, -1.0)
+    scatter_blocks = np.zeros((remote, K))
+    scatter_flat = np.zeros(sum(counts))
+    reduced = np.full(K, -1.0)
+    everyone = np.full((remote, K), -1.0)
+    everyone_v = np.full(sum(counts) + remote, -1.0)
+    gap_displs = [displs[i] + i for i in range(remote)]
+    exchanged = np.full((remote, K), -1.0)
+    exchanged_w = np.full(remote, -1, dtype="i")
+    summed = np.full(K, -1.0)
+    block = np.full(remote, -1.0)
+    rs_counts = [total - (size - 1) if i == 0 else 1 for i in range(size)]
+    rs_out = np.full(rs_counts[rank], -1.0)
+    byte = [4 * i for i in range(remote)]
+    requests = [
+        ic.Bcast_init(send if root == MPI.ROOT else bcast, root=root),
+        ic.Gather_init(send, gathered if root == MPI.ROOT else None, root=root),
+        ic.Gatherv_init(
+            send_v, [gathered_v, (counts, displs), MPI.DOUBLE] if root == MPI.ROOT else None, root
+        ),
+        ic.Scatter_init(scatter_blocks if root == MPI.ROOT else None, scattered, root=root),
+        ic.Scatterv_init(
+            [scatter_flat, (counts, displs), MPI.DOUBLE] if root == MPI.ROOT else None,
+            scattered_v,
+            root,
+        ),
+        ic.Reduce_init(send, reduced if root == MPI.ROOT else None, MPI.SUM, root),
+        ic.Allgather_init(send, everyone),
+        ic.Allgatherv_init(send_v, [everyone_v, (counts, gap_displs), MPI.DOUBLE]),
+        ic.Alltoall_init(send_all, exchanged),
+        ic.Alltoallw_init(
+            [send_w, ([1] * remote, byte), [MPI.INT] * remote],
+            [exchanged_w, ([1] * remote, byte), [MPI.INT] * remote],
+        ),
+        ic.Allreduce_init(send, summed, op=MPI.SUM),
+        ic.Reduce_scatter_block_init(send_total, block, op=MPI.SUM),
+        ic.Reduce_scatter_init(send_total, rs_out, rs_counts, op=MPI.SUM),
+    ]
+    order = requests[rank % len(requests) :] + requests[: rank % len(requests)]
+    for start in range(3):
+        shift = 1000.0 * start
+        send[:] = data(t.me) + shift
+        send_v[:] = data(t.me, rank + 1) + shift
+        send_total[:] = data(t.me, total) + shift
+        send_all[:] = [np.full(K, 1000.0 * t.me + j + shift) for j in range(remote)]
+        send_w[:] = [10 * t.me + b + start for b in range(remote)]
+        scatter_blocks[:] = [data(t.me) + i + shift for i in range(remote)]
+        scatter_flat[:] = np.concatenate(
+            [data(t.me, i + 1) + 10 * i + shift for i in range(remote)]
+        )
+        MPI.Prequest.Startall(order)
+        MPI.Request.Waitall(order)
+        c = f"{case} start {start}"
+        if root >= 0:
+            t.check(f"{c}: Bcast_init", np.array_equal(bcast, data(root_world) + shift))
+            t.check(
+                f"{c}: Scatter_init", np.array_equal(scattered, data(root_world) + rank + shift)
+            )
+            t.check(
+                f"{c}: Scatterv_init",
+                np.array_equal(scattered_v, data(root_world, rank + 1) + 10 * rank + shift),
+            )
+        if root == MPI.ROOT:
+            t.check(
+                f"{c}: Gather_init",
+                all(np.array_equal(gathered[i], data(theirs[i]) + shift) for i in range(remote)),
+            )
+            t.check(
+                f"{c}: Gatherv_init",
+                all(
+                    np.array_equal(
+                        gathered_v[displs[i] : displs[i] + counts[i]],
+                        data(theirs[i], i + 1) + shift,
+                    )
+                    for i in range(remote)
+                ),
+            )
+            t.check(
+                f"{c}: Reduce_init",
+                np.allclose(reduced, sum(data(w) + shift for w in theirs)),
+            )
+        t.check(
+            f"{c}: Allgather_init",
+            all(np.array_equal(everyone[i], data(theirs[i]) + shift) for i in range(remote)),
+        )
+        t.check(
+            f"{c}: Allgatherv_init",
+            all(
+                np.array_equal(
+                    everyone_v[gap_displs[i] : gap_displs[i] + counts[i]],
+                    data(theirs[i], i + 1) + shift,
+                )
+                for i in range(remote)
+            )
+            and all(everyone_v[gap_displs[i] + counts[i]] == -1.0 for i in range(remote)),
+        )
+        t.check(
+            f"{c}: Alltoall_init",
+            all((exchanged[i] == 1000.0 * theirs[i] + rank + shift).all() for i in range(remote)),
+        )
+        t.check(
+            f"{c}: Alltoallw_init",
+            list(exchanged_w) == [10 * theirs[a] + rank + start for a in range(remote)],
+        )
+        t.check(f"{c}: Allreduce_init", np.allclose(summed, sum(data(w) + shift for w in theirs)))
+        each = total // size
+        expect = sum(data(w, total) + shift for w in theirs)
+        t.check(
+            f"{c}: Reduce_scatter_block_init",
+            np.allclose(block, expect[rank * each : (rank + 1) * each]),
+        )
+        first = sum(rs_counts[:rank])
+        t.check(
+            f"{c}: Reduce_scatter_init",
+            np.allclose(rs_out, expect[first : first + rs_counts[rank]]),
+        )
+    for request in requests:
+        request.Free()
+
+
 # -- constructors ----------------------------------------------------------------------------------
 
 
@@ -497,6 +701,7 @@ def run_inter_battery(world: Any) -> list[str]:
         point_to_point(t, shape, ic, mine, theirs)
         rooted(t, shape, ic, mine, theirs)
         everyone(t, shape, ic, mine, theirs)
+        persistent(t, shape, ic, mine, theirs)
         constructors(t, shape, ic, mine, theirs)
         ic.Free()
     return t.passed

@@ -30,6 +30,8 @@ def test_every_intercommunicator_check_passes(size):
         assert len(passed) > 100
         assert any("Reduce_scatter" in name for name in passed)
         assert any("one-vs-rest" in name for name in passed)
+        assert any("start 2: Reduce_scatter_init" in name for name in passed)
+        assert any("persistent Barrier_init started 21 times" in name for name in passed)
 
 
 @settings(max_examples=20, deadline=None)

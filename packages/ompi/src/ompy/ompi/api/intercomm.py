@@ -5,8 +5,9 @@ Point-to-point calls on an intercommunicator address the *remote* group: ``Send(
 goes to rank ``dest`` of the other group, a received status names a rank of the other group
 (the PML addresses peers through ``remote_world_ranks``).  ``Get_rank``/``Get_size``/
 ``Get_group`` are the local group's.  Collectives follow MPI's intercommunicator semantics
-(:mod:`.inter_collective`).  The constructors are collective over both groups
-(:mod:`.inter_create`); ``Intracomm.Create_intercomm`` comes from :mod:`.inter_creation`.
+(:mod:`.inter_collective`), persistent ones too (:mod:`.inter_persistent`).  The constructors
+are collective over both groups (:mod:`.inter_create`); ``Intracomm.Create_intercomm`` comes
+from :mod:`.inter_creation`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .errhandler import Errhandler, errhandler_object
 from .info import INFO_NULL, Info, info_items
 from .inter_collective import InterCollectives
 from .inter_create import create, create_from_groups, dup, merge, split
+from .inter_persistent import InterPersistentCollectives
 from .request import Request
 
 
@@ -36,7 +38,7 @@ def _done(c: Communicator) -> Request:
     return Request._of(core, c)
 
 
-class Intercomm(Comm, InterCollectives):
+class Intercomm(Comm, InterCollectives, InterPersistentCollectives):
     """Inter-communicator."""
 
     __slots__ = ()

@@ -3,9 +3,10 @@
 Like Open MPI's ``coll/inter``, it runs on intercommunicators only (and every other coll
 component declines them), at a priority above the intracommunicator components.  Each buffer
 operation is a schedule (:mod:`.schedules`) run blocking in the caller or started on the
-progress engine for the nonblocking form; the object operations (:mod:`.objects`) move Python
-objects point to point.  ``scan`` and ``exscan`` are not defined on intercommunicators, so the
-module does not offer them.
+progress engine for the nonblocking form; the persistent forms (:mod:`.persistent`) record the
+same shapes as a plan at init that every start replays; the object operations
+(:mod:`.objects`) move Python objects point to point.  ``scan`` and ``exscan`` are not defined
+on intercommunicators, so the module does not offer them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ompy.ompi.mca.coll import CollComponent, CollModule
-from ompy.ompi.mca.coll.base import run_schedule, start_schedule
+from ompy.ompi.mca.coll.base import plan_collective, run_schedule, start_schedule
 from ompy.opal.mca import Offer
 
-from . import __version__, objects, schedules
+from . import __version__, objects, persistent, schedules
 
 
 def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
@@ -34,6 +35,15 @@ def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
         return start_schedule(comm, algorithm, *args)
 
     operation.__name__ = "i" + algorithm.__name__
+    operation.__doc__ = algorithm.__doc__
+    return operation
+
+
+def _persistent(algorithm: Callable[..., None]) -> Callable[..., Any]:
+    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
+        return plan_collective(comm, algorithm, *args)
+
+    operation.__name__ = algorithm.__name__ + "_init"
     operation.__doc__ = algorithm.__doc__
     return operation
 
@@ -63,6 +73,17 @@ class InterCollModule(CollModule):
     ireduce_scatter_block = _nonblocking(schedules.reduce_scatter_block)
     reduce_scatter = _blocking(schedules.reduce_scatter)
     ireduce_scatter = _nonblocking(schedules.reduce_scatter)
+    barrier_init = _persistent(persistent.barrier)
+    bcast_init = _persistent(persistent.bcast)
+    gather_init = gatherv_init = _persistent(persistent.gather)
+    scatter_init = scatterv_init = _persistent(persistent.scatter)
+    allgather_init = allgatherv_init = _persistent(persistent.allgather)
+    alltoall_init = alltoallv_init = _persistent(persistent.alltoall)
+    alltoallw_init = _persistent(persistent.alltoallw)
+    reduce_init = _persistent(persistent.reduce)
+    allreduce_init = _persistent(persistent.allreduce)
+    reduce_scatter_block_init = _persistent(persistent.reduce_scatter_block)
+    reduce_scatter_init = _persistent(persistent.reduce_scatter)
     bcast_object = staticmethod(objects.bcast)
     gather_object = staticmethod(objects.gather)
     scatter_object = staticmethod(objects.scatter)

@@ -149,16 +149,22 @@ class PlanBuilder:
 
     # -- transfers ------------------------------------------------------------------------------
 
-    def send(self, view: memoryview, peer: int) -> None:
-        """Send the bytes of ``view`` to ``peer`` in the current round."""
-        comm = self.comm
+    def send(self, view: memoryview, peer: int, over: Any = None) -> None:
+        """Send the bytes of ``view`` to ``peer`` in the current round.
+
+        ``over`` is the communicator to post on when it is not the builder's own: an
+        intercommunicator's algorithms also talk within their group, on its ``local_comm``,
+        with the request's tag (nothing else uses that communicator's negative tags).
+        """
+        comm = self.comm if over is None else over
         self._posts.append(
             functools.partial(comm.pml.isend_view, view, peer, self.tag, comm, _STANDARD)
         )
 
-    def recv(self, view: memoryview, peer: int) -> None:
-        """Receive into ``view`` from ``peer`` in the current round."""
-        comm = self.comm
+    def recv(self, view: memoryview, peer: int, over: Any = None) -> None:
+        """Receive into ``view`` from ``peer`` in the current round (``over``: as in
+        :meth:`send`)."""
+        comm = self.comm if over is None else over
         self._posts.append(functools.partial(comm.pml.irecv_view, view, peer, self.tag, comm))
 
     def wait(self) -> None:
