@@ -218,6 +218,7 @@ class JobRunner:
                     session_dir=str(session.path),
                     rank_nodes=rank_nodes,
                     node_names=names,
+                    universe_size=max(self.plan.allocation.total_slots, self.size),
                 )
             )
             stdio = self._iof.stdio_for(placement.rank)
