@@ -41,12 +41,14 @@ from .mca.coll.base.select import CollSelection
 from .mca.op.base.select import OpSelection
 from .mca.pml.interface import PmlModule
 from .mca.topo.base.select import TopoSelection
+from .proctable import ProcTable
 
 if TYPE_CHECKING:
     from ompy.opal.mca import OpenFramework
 
     from .api.bsend import BsendPool
     from .api.cid import Agreements
+    from .api.dpm import DpmState
     from .api.from_group import Rendezvous
     from .api.partitions import PartitionBook
 
@@ -67,6 +69,12 @@ def _rendezvous(instance: Instance) -> Rendezvous:
     from .api.from_group import Rendezvous
 
     return Rendezvous(instance)
+
+
+def _dpm_state() -> DpmState:
+    from .api.dpm import DpmState
+
+    return DpmState()
 
 
 def _partition_book() -> PartitionBook:
@@ -133,6 +141,13 @@ class Instance:
     #: Every world rank's architecture from the modex (heterogeneous conversion); without a
     #: run-time (loopback worlds) every rank is like this process.
     archs: PeerArchs = attrs.field(factory=PeerArchs, repr=False)
+    #: Every process this one addresses, world ranks first, then those of other jobs
+    #: (dynamic processes: ``ompy.ompi.proctable``); built from ``procs`` when not given.
+    proc_table: ProcTable = attrs.field(
+        default=attrs.Factory(lambda self: ProcTable(self.procs), takes_self=True), repr=False
+    )
+    #: The dynamic-process state: the parent intercommunicator, open connections.
+    dpm: DpmState = attrs.field(factory=_dpm_state, repr=False)
 
     # -- threads -----------------------------------------------------------------------------
 

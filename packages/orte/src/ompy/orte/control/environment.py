@@ -24,6 +24,10 @@ OMPY_RANK_NODES          (optional, with OMPY_NODE_NAMES) every rank's node id i
 OMPY_UNIVERSE_SIZE       (optional) how many processes the allocation has room for: the
                          slots of ``--host``/the hostfile/the resource manager, at least the
                          job's size (``MPI.UNIVERSE_SIZE``; absent: the job's size)
+OMPY_UNIVERSE_BASE       (optional) the job's first universe rank, by which processes of
+                         the launcher's other jobs name its ranks (absent: 0, the first job)
+OMPY_PARENT_PORT         (optional) a spawned job's port: its MPI initialization connects
+                         to the spawning processes there (``Comm.Get_parent``)
 =======================  ===============================================================
 
 The two optional job-map variables carry the job map, so that MPI initialization knows where every
@@ -54,6 +58,8 @@ RANK_NODES = "OMPY_RANK_NODES"
 #: The job map: optional, but both or neither.
 JOB_MAP_VARIABLES = (NODE_NAMES, RANK_NODES)
 UNIVERSE_SIZE = "OMPY_UNIVERSE_SIZE"
+UNIVERSE_BASE = "OMPY_UNIVERSE_BASE"
+PARENT_PORT = "OMPY_PARENT_PORT"
 
 #: Every required variable of the contract; all of them are set in a launched rank.
 VARIABLES = (
@@ -70,7 +76,7 @@ VARIABLES = (
     SESSION_DIR,
 )
 #: Every variable :func:`environment_of` may set: what differs between the ranks of a job.
-ALL_VARIABLES = (*VARIABLES, *JOB_MAP_VARIABLES, UNIVERSE_SIZE)
+ALL_VARIABLES = (*VARIABLES, *JOB_MAP_VARIABLES, UNIVERSE_SIZE, UNIVERSE_BASE, PARENT_PORT)
 
 
 class LaunchEnvironmentError(ValueError):
@@ -93,6 +99,8 @@ def environment_for_rank(
     rank_nodes: Sequence[int] = (),
     node_names: Sequence[str] = (),
     universe_size: int = 0,
+    universe_base: int = 0,
+    parent_port: str = "",
 ) -> dict[str, str]:
     """The variables to add to one rank's environment.
 
@@ -114,6 +122,8 @@ def environment_for_rank(
         rank_nodes=tuple(rank_nodes),
         node_names=tuple(node_names),
         universe_size=universe_size,
+        universe_base=universe_base,
+        parent_port=parent_port,
     )
     return environment_of(identity)
 
@@ -141,6 +151,10 @@ def environment_of(identity: Identity) -> dict[str, str]:
         variables[RANK_NODES] = encode_rank_nodes(identity.rank_nodes)
     if identity.universe_size:
         variables[UNIVERSE_SIZE] = str(identity.universe_size)
+    if identity.universe_base:
+        variables[UNIVERSE_BASE] = str(identity.universe_base)
+    if identity.parent_port:
+        variables[PARENT_PORT] = identity.parent_port
     return variables
 
 
@@ -199,6 +213,10 @@ def identity_from_environment(environ: Mapping[str, str]) -> Identity:
         optional["rank_nodes"] = decode_rank_nodes(environ[RANK_NODES])
     if UNIVERSE_SIZE in environ:
         optional["universe_size"] = _int(environ, UNIVERSE_SIZE)
+    if UNIVERSE_BASE in environ:
+        optional["universe_base"] = _int(environ, UNIVERSE_BASE)
+    if PARENT_PORT in environ:
+        optional["parent_port"] = _token(environ, PARENT_PORT)
     try:
         identity = Identity(
             jobid=_token(environ, JOBID),

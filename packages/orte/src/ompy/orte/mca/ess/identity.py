@@ -91,6 +91,13 @@ class Identity:
     #: How many processes the allocation has room for (``MPI.UNIVERSE_SIZE``): its slots, at
     #: least the job's size; 0 when the launcher did not say (then it is the job's size).
     universe_size: int = attrs.field(default=0, validator=_strict_int("universe_size"))
+    #: The job's first universe rank: how the launcher's other jobs name this job's ranks
+    #: (rank ``r`` is universe rank ``universe_base + r``; see ompy.orte.control.universe).
+    universe_base: int = attrs.field(
+        default=0, validator=[_strict_int("universe_base"), _non_negative]
+    )
+    #: A spawned job's port, where its MPI initialization meets its parents; "" otherwise.
+    parent_port: str = ""
 
     def __attrs_post_init__(self) -> None:
         if self.rank >= self.size:
