@@ -68,13 +68,18 @@ class SpawnedJobs:
                 return job
         return None
 
-    def describe(self, rank: int) -> tuple[str, str] | None:
-        """``("rank r of spawned job j (size m)", node)`` of a spawned rank, else None."""
+    def describe(self, rank: int) -> tuple[str, str, str] | None:
+        """``("rank r of spawned job j (size m)", node, "[j rank r] ")`` of a spawned rank
+        (the reason, where it ran, the tag of its report's lines), else None."""
         job = self.job_of(rank)
         if job is None:
             return None
         world = rank - job.base
-        return f"rank {world} of spawned job {job.jobid} (size {job.size})", job.nodes[world]
+        return (
+            f"rank {world} of spawned job {job.jobid} (size {job.size})",
+            job.nodes[world],
+            f"[{job.jobid} rank {world}] ",
+        )
 
     def connected(self) -> bool:
         return any(job.server.connected_ranks() for job in self.jobs)

@@ -443,14 +443,15 @@ class JobRunner:
         if spawned is None:
             who = f"rank {failure.rank} of {self.size}"
             node = self.plan.job_map.placements[failure.rank].node.name
+            tag = f"[rank {failure.rank}] "
         else:
-            who, node = spawned
+            who, node, tag = spawned
         self._end(
             _Ending(
                 failure.exit_code,
                 "",
                 detail=failure.detail,
-                detail_tag=f"[rank {failure.rank}] ",
+                detail_tag=tag,
                 rank=failure.rank,
                 reason=f"{who} ({where}on {node}) {failure.reason}",
             )
