@@ -85,18 +85,23 @@ def _error_class(error: BaseException, default: int) -> int:
     return default
 
 
+def _launcher(instance: Instance, call: str) -> Any:
+    """The run-time that talks to the launcher, or the MPI error saying there is none."""
+    if instance.runtime is None:
+        raise MPIException(
+            ERR_UNSUPPORTED_OPERATION,
+            f"{call}: this MPI process has no launcher (dynamic processes need 'ompy run')",
+        )
+    return instance.runtime
+
+
 def service(instance: Instance, call: str, op: str, default: int = ERR_OTHER, **fields: Any) -> Any:
     """A request to the launcher's dynamic-process services, made while this process keeps
     progressing its messages (a rendezvous may wait for its other side a long time, and
     peers may need this process's progress meanwhile); refusals become ``MPI.Exception``."""
     from ompy.orte.control import ControlError
 
-    runtime = instance.runtime
-    if runtime is None:
-        raise MPIException(
-            ERR_UNSUPPORTED_OPERATION,
-            f"{call}: this MPI process has no launcher (dynamic processes need 'ompy run')",
-        )
+    runtime = _launcher(instance, call)
     done = threading.Event()
     outcome: list[Any] = []
 
@@ -252,13 +257,14 @@ def connect_accept(
     reason not to go on (an error class and message), raised by every member instead."""
     instance = comm.instance
     table = instance.proc_table
-    mine = [_describe(table.proc(index)) for index in comm.world_ranks]
     first = None
     if comm.rank == root:
         if problem is None:
-            me = instance.procs[instance.world_rank]
-            link = f"{port}#{me.jobid}.{instance.world_rank}.{next(instance.dpm.links)}"
             try:
+                _launcher(instance, call)
+                mine = [_describe(table.proc(index)) for index in comm.world_ranks]
+                me = table.proc(instance.world_rank)
+                link = f"{port}#{me.jobid}.{instance.world_rank}.{next(instance.dpm.links)}"
                 answer = service(
                     instance,
                     call,
