@@ -78,6 +78,27 @@ def test_bad_arguments_are_refused_by_name():
             MPI.Close_port("")
 
 
+def test_a_python_error_of_the_root_is_an_mpi_error_of_the_others():
+    worlds = make_world(2)
+
+    def body(world):
+        commands = "python" if world.rank == 0 else ["python"]  # only the root's count
+        try:
+            world.Spawn_multiple(commands)
+        except ValueError as error:
+            return "ValueError", str(error)
+        except MPI.Exception as error:
+            return error.Get_error_class(), str(error)
+        return None
+
+    root, other = run_ranks(worlds, body)
+    assert root == (
+        "ValueError",
+        "Intracomm.Spawn_multiple: expecting a sequence of commands, not a single command",
+    )
+    assert other[0] == MPI.ERR_ARG and "expecting a sequence of commands" in other[1]
+
+
 def test_a_spawn_the_root_refuses_raises_at_every_rank_of_the_group():
     worlds = make_world(3)
 
@@ -94,9 +115,13 @@ def test_spawn_multiple_checks_that_its_lists_agree():
     worlds = make_world(1)
 
     def body(world):
-        with pytest.raises(MPI.Exception, match="2 commands but 1 entries in maxprocs"):
+        with pytest.raises(ValueError, match="expecting 2 items in maxprocs, got 1"):
             world.Spawn_multiple(["a", "b"], maxprocs=[1])
-        with pytest.raises(TypeError, match="command must be a sequence"):
+        with pytest.raises(ValueError, match="expecting 2 items in args, got 3"):
+            world.Spawn_multiple(["a", "b"], args=[[], [], []])
+        with pytest.raises(ValueError, match="expecting 2 items in info, got 1"):
+            world.Spawn_multiple(["a", "b"], info=[MPI.INFO_NULL])
+        with pytest.raises(ValueError, match="expecting a sequence of commands"):
             world.Spawn_multiple("a")
         with pytest.raises(MPI.Exception, match="root 3 is not a rank"):
             world.Accept("p", root=3)

@@ -8,6 +8,7 @@ arguments of ``Spawn`` matter at the root only; a root that finds them wrong tel
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,10 +46,8 @@ def _command(command: object, call: str) -> str:
 def _args(args: object, call: str) -> list[str]:
     if args is None:
         return []
-    if isinstance(args, (str, bytes)):
-        raise TypeError(
-            f"{call}: args must be a sequence of str, not a single {type(args).__name__}"
-        )
+    if isinstance(args, (str, bytes)):  # one argument (mpi4py's rule)
+        args = [args]
     result = []
     for given in args:  # type: ignore[attr-defined]
         arg = os.fsdecode(given) if isinstance(given, bytes) else given
@@ -204,11 +203,12 @@ class DynamicIntracomm:
     def _spawn(self, c: Communicator, apps: Any, root: int, call: str) -> Intercomm:
         from .intercomm import Intercomm
 
-        problem = None
-        if isinstance(apps, MPIException):
-            problem, apps = (apps.error_class, str(apps)), None
-        if problem is not None:
-            return Intercomm._of(dpm.connect_accept(c, "", root, dpm.ACCEPT, call, problem=problem))
+        if isinstance(apps, Exception):
+            error_class = apps.error_class if isinstance(apps, MPIException) else ERR_ARG
+            problem = (error_class, str(apps))
+            with contextlib.suppress(MPIException):  # the root raises its own error below
+                dpm.connect_accept(c, "", root, dpm.ACCEPT, call, problem=problem)
+            raise apps
         return Intercomm._of(dpm.spawn(c, apps, root, call))
 
     def _meet(self, call: str, side: str, port_name: Any, info: Any, root: int) -> Intercomm:
@@ -227,31 +227,42 @@ class DynamicIntracomm:
 
 
 def _checked(build: Any) -> Any:
-    """The root's applications, or the ``MPI.Exception`` that tells its group why not."""
+    """The root's applications, or the error that tells its group why not (the root raises
+    it as it is, mpi4py's ``ValueError`` or ``TypeError`` included; the others raise it as
+    an ``MPI.Exception``)."""
     try:
         return build()
-    except MPIException as error:
+    except (MPIException, TypeError, ValueError) as error:
         return error
 
 
 def _apps(command: Any, args: Any, maxprocs: Any, info: Any, call: str) -> list[dict[str, Any]]:
-    if isinstance(command, (str, bytes)) or not isinstance(command, Sequence):
-        raise TypeError(f"{call}: command must be a sequence of commands")
-    count = len(command)
+    """The applications of ``Spawn_multiple``, by mpi4py's rules: ``command`` a sequence;
+    ``args`` None, one string for all, or one argument list per command; ``maxprocs`` None
+    (1 each), one int for all, or one per command; ``info`` one Info for all or one per
+    command.  A length that does not match is a ``ValueError``, as in mpi4py."""
+    if isinstance(command, (str, bytes, os.PathLike)):
+        raise ValueError(f"{call}: expecting a sequence of commands, not a single command")
+    commands = list(command)
+    count = len(commands)
     if count == 0:
         raise MPIException(ERR_SPAWN, f"{call}: no command given")
-    arglists = [None] * count if args is None else list(args)
-    counts = [1] * count if maxprocs is None else list(maxprocs)
-    infos = [info] * count if info is None or isinstance(info, Info) else list(info)
-    for what, given in (("args", arglists), ("maxprocs", counts), ("info", infos)):
-        if len(given) != count:
-            raise MPIException(
-                ERR_ARG, f"{call}: {count} commands but {len(given)} entries in {what}"
-            )
+    arglists = _each(args, count, "args", call, single=lambda a: isinstance(a, (str, bytes)))
+    counts = _each(maxprocs, count, "maxprocs", call, single=lambda n: isinstance(n, int))
+    infos = _each(info, count, "info", call, single=lambda i: isinstance(i, Info))
     return [
-        _app(cmd, a, n, i, call)
-        for cmd, a, n, i in zip(command, arglists, counts, infos, strict=True)
+        _app(cmd, a, 1 if n is None else n, i, call)
+        for cmd, a, n, i in zip(commands, arglists, counts, infos, strict=True)
     ]
+
+
+def _each(value: Any, count: int, what: str, call: str, *, single: Any) -> list[Any]:
+    if value is None or single(value):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise ValueError(f"{call}: expecting {count} items in {what}, got {len(values)}")
+    return values
 
 
 # -- module functions (MPI.Open_port, ...) ---------------------------------------------------------
