@@ -156,8 +156,10 @@ class DynamicIntracomm:
         if c.rank == root:
             apps = _checked(lambda: [_app(command, args, maxprocs, info, call)])
         inter = self._spawn(c, apps, root, call)
-        if c.rank == root and isinstance(apps, list):
-            _fill(errcodes, [apps[0]["maxprocs"]], False, call)
+        # Every process started (a spawn starts all or fails); each rank sizes the list by
+        # its own maxprocs, as mpi4py does.
+        if errcodes is not None:
+            _fill(errcodes, [max(0, as_int(maxprocs, f"{call}: maxprocs"))], False, call)
         return inter
 
     def Spawn_multiple(  # noqa: PLR0917 (mpi4py's signature)
@@ -176,8 +178,10 @@ class DynamicIntracomm:
         if c.rank == root:
             apps = _checked(lambda: _apps(command, args, maxprocs, info, call))
         inter = self._spawn(c, apps, root, call)
-        if c.rank == root and isinstance(apps, list):
+        if isinstance(apps, list):
             _fill(errcodes, [app["maxprocs"] for app in apps], True, call)
+        elif errcodes is not None:  # another rank (its arguments need not be valid)
+            _fill(errcodes, _local_counts(command, maxprocs), True, call)
         return inter
 
     def Accept(self, port_name: str, info: Info = INFO_NULL, root: int = 0) -> Intercomm:
@@ -248,12 +252,27 @@ def _apps(command: Any, args: Any, maxprocs: Any, info: Any, call: str) -> list[
     if count == 0:
         raise MPIException(ERR_SPAWN, f"{call}: no command given")
     arglists = _each(args, count, "args", call, single=lambda a: isinstance(a, (str, bytes)))
-    counts = _each(maxprocs, count, "maxprocs", call, single=lambda n: isinstance(n, int))
+    counts = _each(maxprocs, count, "maxprocs", call, single=_is_count)
     infos = _each(info, count, "info", call, single=lambda i: isinstance(i, Info))
     return [
         _app(cmd, a, 1 if n is None else n, i, call)
         for cmd, a, n, i in zip(commands, arglists, counts, infos, strict=True)
     ]
+
+
+def _local_counts(command: Any, maxprocs: Any) -> list[int]:
+    """How a rank other than the root sizes ``errcodes``: its own ``maxprocs`` if it is a
+    list, else its ``maxprocs`` (or 1) per command it passed; nothing it cannot tell."""
+    if maxprocs is not None and not _is_count(maxprocs):
+        return [max(0, int(n)) for n in maxprocs]
+    if command is None or isinstance(command, (str, bytes)):
+        return []
+    each = 1 if maxprocs is None else max(0, maxprocs)
+    return [each] * len(command)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int)
 
 
 def _each(value: Any, count: int, what: str, call: str, *, single: Any) -> list[Any]:
