@@ -33,7 +33,7 @@ ERR_TRUNCATE = 15
 
 def test_attributes_and_handles_on_three_ranks(ompy):
     result = ompy.run(
-        ["-n", "3", "--oversubscribe", sys.executable, str(PROGRAMS / "objects_suite.py")],
+        ["--host", "localhost:3", "-n", "3", sys.executable, str(PROGRAMS / "objects_suite.py")],
         timeout=150,
     )
     assert result.returncode == 0, result.stderr

@@ -151,3 +151,20 @@ def test_the_environment_names_every_variable_and_round_trips():
 def test_an_identity_can_be_logged_without_its_secret():
     identity = identity_from_environment(launched())
     assert SECRET.hex() not in repr(identity) and "secret" not in repr(identity)
+
+
+def test_the_universe_size_travels_with_the_identity_when_the_launcher_gives_it():
+    environ = launched(universe_size=8)
+    assert environ["OMPY_UNIVERSE_SIZE"] == "8"
+    identity = identity_from_environment(environ)
+    assert (identity.universe_size, identity.universe) == (8, 8)
+    without = identity_from_environment(launched())
+    assert "OMPY_UNIVERSE_SIZE" not in launched()
+    assert (without.universe_size, without.universe) == (0, 4)  # the job's size
+
+
+def test_a_universe_smaller_than_the_job_or_malformed_is_refused():
+    with pytest.raises(ValueError, match="universe size 3 is smaller than the job's size 4"):
+        launched(universe_size=3)
+    with pytest.raises(LaunchEnvironmentError, match="OMPY_UNIVERSE_SIZE"):
+        identity_from_environment({**launched(), "OMPY_UNIVERSE_SIZE": "-2"})

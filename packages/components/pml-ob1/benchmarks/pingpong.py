@@ -61,7 +61,7 @@ def setup(rank: int, size: int, directory: str, btl: str, params: dict):
     opened = open_framework(pml_framework, registry)
     pml = opened.select_one(context)[1].module
     modex.fence()
-    pml.add_procs(procs)
+    pml.add_procs(procs, [proc.rank for proc in procs])
     comm = Comm(rank, size)
     pml.add_comm(comm)
     return engine, opened, pml, comm

@@ -71,7 +71,7 @@ class World:
         for modex in modexes:
             modex.fence()
         for pml in self.pmls:
-            pml.add_procs(self.procs)
+            pml.add_procs(self.procs, [proc.rank for proc in self.procs])
         self.world = self.comm(0)
         self.finalized = False
 

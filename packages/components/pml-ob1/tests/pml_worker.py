@@ -53,7 +53,7 @@ class Rank:
         _component, offer = self.framework.select_one(context)
         self.pml = offer.module
         modex.fence()
-        self.pml.add_procs(procs)
+        self.pml.add_procs(procs, [proc.rank for proc in procs])
         self.comm = Comm(rank, size)
         self.pml.add_comm(self.comm)
 

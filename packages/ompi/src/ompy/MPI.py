@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from ompy.ompi.api.buffering import Flush_buffer, Iflush_buffer
 from ompy.ompi.api.comm import COMM_NULL, COMM_SELF, COMM_WORLD, Comm, Intracomm
+from ompy.ompi.api.dynamic import (
+    Close_port,
+    Lookup_name,
+    Open_port,
+    Publish_name,
+    Unpublish_name,
+)
 from ompy.ompi.api.environment import (
     Get_abi_fortran_info,
     Get_abi_info,
@@ -251,6 +258,7 @@ __all__ = [
     "Attach_buffer",
     "BottomType",
     "BufferAutomaticType",
+    "Close_port",
     "Comm",
     "Datatype",
     "Detach_buffer",
@@ -270,13 +278,17 @@ __all__ = [
     "Is_finalized",
     "Is_initialized",
     "Is_thread_main",
+    "Lookup_name",
     "Message",
     "Op",
+    "Open_port",
     "Prequest",
+    "Publish_name",
     "Query_thread",
     "Request",
     "Session",
     "Status",
+    "Unpublish_name",
     "Wtick",
     "Wtime",
 ]

@@ -30,6 +30,7 @@ from ompy.opal.threads import InternalThread
 from .errors import ERR_OTHER
 from .errors import Exception as MPIException
 from .instance import Instance
+from .proctable import ProcTable
 
 PROC_KEY = "ompi.proc"
 
@@ -76,6 +77,8 @@ def start(thread_level: int) -> Instance:
         modex.fence()
         procs = _procs_from_modex(identity, modex, Proc)
     me = procs[identity.rank]
+    # Indices (world ranks) for groups and the PML; universe ranks for the transports.
+    proc_table = ProcTable(procs, modex)
     engine = ProgressEngine.from_params(registry, oversubscribed=identity.oversubscribed)
     secret = identity.secret if identity.secret is not None else os.urandom(32)
     btl_context = BtlContext(
@@ -85,9 +88,11 @@ def start(thread_level: int) -> Instance:
         progress=engine,
         local_size=identity.local_size,
         job_size=identity.size,
+        # ompy run serves dynamic processes: another job of it may connect to this one.
+        other_jobs=identity.server is not None,
     )
     framework = open_framework(pml_framework, registry)
-    archs = PeerArchs(modex, rank=identity.rank, published=arch)
+    archs = PeerArchs(proc_table, rank=identity.rank, published=arch)
     context = PmlContext(
         proc=me, procs=procs, btl_context=btl_context, registry=registry, archs=archs
     )
@@ -95,7 +100,7 @@ def start(thread_level: int) -> Instance:
     pml = offer.module
     modex.commit()
     modex.fence()
-    pml.add_procs(procs)
+    pml.add_procs(procs, range(len(procs)))
     return Instance(
         pml=pml,
         engine=engine,
@@ -109,6 +114,7 @@ def start(thread_level: int) -> Instance:
         pml_framework=framework,
         thread_level=thread_level,
         archs=archs,
+        proc_table=proc_table,
     )
 
 
@@ -156,11 +162,14 @@ def fence_progressing(instance: Instance) -> None:
 
 
 def _procs_from_job_map(identity: Any, proc_class: Any) -> list[Any]:
-    """Every world rank's Proc from the job map the launcher gave (no modex round trip)."""
+    """Every world rank's Proc from the job map the launcher gave (no modex round trip).
+
+    A Proc's ``rank`` is the universe rank (the job's base plus the world rank): the name the
+    transports of every job of the launcher know the process by (see :mod:`.proctable`)."""
     return [
         proc_class(
             identity.jobid,
-            rank,
+            identity.universe_base + rank,
             node_id=node,
             node_name=identity.node_names[node],
             local_rank=identity.local_rank_of(rank),
@@ -173,11 +182,11 @@ def _procs_from_modex(identity: Any, modex: Any, proc_class: Any) -> list[Any]:
     """Every world rank's Proc from what each published (a launcher without a job map)."""
     procs = []
     for rank in range(identity.size):
-        info = modex.get(rank, PROC_KEY)
+        info = modex.get(identity.universe_base + rank, PROC_KEY)
         procs.append(
             proc_class(
                 identity.jobid,
-                rank,
+                identity.universe_base + rank,
                 node_id=info["node_id"],
                 node_name=info["node_name"],
                 local_rank=info["local_rank"],

@@ -42,12 +42,14 @@ from .mca.op.base.select import OpSelection
 from .mca.osc.base.select import OscSelection
 from .mca.pml.interface import PmlModule
 from .mca.topo.base.select import TopoSelection
+from .proctable import ProcTable
 
 if TYPE_CHECKING:
     from ompy.opal.mca import OpenFramework
 
     from .api.bsend import BsendPool
     from .api.cid import Agreements
+    from .api.dpm import DpmState
     from .api.from_group import Rendezvous
     from .api.partitions import PartitionBook
 
@@ -68,6 +70,12 @@ def _rendezvous(instance: Instance) -> Rendezvous:
     from .api.from_group import Rendezvous
 
     return Rendezvous(instance)
+
+
+def _dpm_state() -> DpmState:
+    from .api.dpm import DpmState
+
+    return DpmState()
 
 
 def _partition_book() -> PartitionBook:
@@ -141,6 +149,13 @@ class Instance:
     #: Per-process state of the pure-Python helpers (``ompy.util.pkl5``'s keyval, ...), keyed
     #: by the helper's module name: they live outside the layer and keep their state here.
     helpers: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    #: Every process this one addresses, world ranks first, then those of other jobs
+    #: (dynamic processes: ``ompy.ompi.proctable``); built from ``procs`` when not given.
+    proc_table: ProcTable = attrs.field(
+        default=attrs.Factory(lambda self: ProcTable(self.procs), takes_self=True), repr=False
+    )
+    #: The dynamic-process state: the parent intercommunicator, open connections.
+    dpm: DpmState = attrs.field(factory=_dpm_state, repr=False)
 
     # -- threads -----------------------------------------------------------------------------
 

@@ -289,6 +289,21 @@ class Runtime:
         finally:
             self._client.close()
 
+    def service(self, op: str, **fields: Any) -> Any:
+        """Ask the launcher's dynamic-process services (``protocol.OPEN_PORT``, ``MEET``,
+        ``PUBLISH``, ``SPAWN``, ...): the reply's value, or the refusal as a
+        :class:`~ompy.orte.control.ControlError`.  Waits as long as the service does (a
+        rendezvous waits for its other side).  A process without a launcher (a singleton, or
+        one started by a resource manager) has none: :class:`RuntimeError` says so.
+        """
+        if self._client is None:
+            how = "a singleton" if self.identity.singleton else "started without ompy run"
+            raise RuntimeError(
+                f"this process is {how}: dynamic processes (spawn, ports, names) need the "
+                f"launcher's services; start the program with 'ompy run'"
+            )
+        return self._client.request(op, **fields)
+
     def announce_finalizing(self) -> None:
         """Tell the launcher this rank entered the closing synchronization (MPI Finalize).
 

@@ -67,6 +67,15 @@ def callback_handle(communicator: Communicator) -> tuple[Any, Any]:
     return Intracomm._lend(communicator)
 
 
+def universe_size(instance: Any) -> int:
+    """``MPI.UNIVERSE_SIZE``: the processes the allocation has room for (its slots, as the
+    launcher says: ``--host a:4,b:4`` gives 8), at least the world's size."""
+    runtime = instance.runtime
+    if runtime is None:
+        return int(instance.world_size)
+    return max(int(runtime.identity.universe), int(instance.world_size))
+
+
 def install_predefined(world: Communicator) -> None:
     """Put the predefined attributes on ``world`` (``COMM_WORLD``), as MPI initialization does."""
     instance = world.instance
@@ -76,7 +85,7 @@ def install_predefined(world: Communicator) -> None:
         IO: ANY_SOURCE,
         WTIME_IS_GLOBAL: 0,
         APPNUM: 0,
-        UNIVERSE_SIZE: instance.world_size,
+        UNIVERSE_SIZE: universe_size(instance),
         LASTUSEDCODE: instance.error_codes.last_used,  # read live by Get_attr
     }
     for number, value in values.items():

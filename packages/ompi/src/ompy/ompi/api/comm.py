@@ -26,6 +26,7 @@ from .cid import agree_context_id, give_back
 from .collective import Collectives
 from .comm_info import CommInfo
 from .communicator import Communicator
+from .dynamic import DynamicComm, DynamicIntracomm
 from .errhandler import CommErrhandlers, Errhandler, errhandler_object
 from .from_group import create_from_group, create_group
 from .idup import CommIdup
@@ -54,6 +55,7 @@ class Comm(
     PartitionedComm,
     CommBuffering,
     CommTopology,
+    DynamicComm,
     Handle,
     referent="_c",
 ):
@@ -282,7 +284,14 @@ class Comm(
         c.instance.abort(errorcode, f"Comm.Abort({errorcode}) called on {c.name} by rank {c.rank}")
 
 
-class Intracomm(Comm, Collectives, PersistentCollectives, TopologyConstructors, IntercommCreation):
+class Intracomm(
+    Comm,
+    Collectives,
+    PersistentCollectives,
+    TopologyConstructors,
+    IntercommCreation,
+    DynamicIntracomm,
+):
     """Intra-communicator."""
 
     __slots__ = ()

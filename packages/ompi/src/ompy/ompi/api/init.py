@@ -40,6 +40,7 @@ from . import rcoptions
 from .attributes import delete_attributes, install_predefined
 from .comm import COMM_SELF, COMM_WORLD
 from .communicator import Communicator
+from .dpm import connect_parent
 from .internal import barrier
 
 #: The level of thread support ompy provides at most: with ``THREAD_MULTIPLE`` the instance
@@ -101,6 +102,7 @@ def _install(instance: Instance) -> None:
     COMM_WORLD._c = world
     COMM_SELF._c = self_comm
     world_state().world_initialized = True
+    connect_parent(instance, world)  # a spawned job meets its parents (Comm.Get_parent)
 
 
 def _install_exit_hooks() -> None:

@@ -340,13 +340,20 @@ def create(parent: Communicator, group: Group, call: str) -> Communicator | None
 
 def merge(parent: Communicator, high: bool) -> Communicator:
     """``Intercomm.Merge``: one intracommunicator of both groups, the group that passed
-    ``high=False`` first (if both passed the same, the group holding the lower world rank)."""
+    ``high=False`` first (if both passed the same, the group holding the lower universe rank,
+    which is the lower world rank within one job)."""
     instance = parent.instance
     bridge = Bridge.of(parent)
     mine, theirs = bridge.allgather(bool(high))
     local, remote = tuple(parent.world_ranks), tuple(parent.remote_world_ranks)
     my_high, their_high = mine[0], theirs[0]  # the leaders' choice binds each group
-    first = (not my_high) if my_high != their_high else min(local) < min(remote)
+    # A tie is broken by universe ranks, which processes of different jobs agree on (their
+    # indices for each other differ: ompy.ompi.proctable).
+    table = instance.proc_table
+    lowest = min(table.universe_rank(i) for i in local) < min(
+        table.universe_rank(i) for i in remote
+    )
+    first = (not my_high) if my_high != their_high else lowest
     ranks = local + remote if first else remote + local
     cid = agree(instance, bridge.gather, priority=(0, parent.context_id))
     name = f"MPI COMMUNICATOR {cid} MERGE FROM {parent.context_id}"

@@ -169,7 +169,7 @@ class LoopbackPml(PmlModule):
         self.comms: set[int] = set()
         self.finalized = False
 
-    def add_procs(self, procs: Sequence[Proc]) -> None:
+    def add_procs(self, procs: Sequence[Proc], keys: Sequence[int]) -> None:
         """Nothing to set up: the fabric reaches every rank of the world."""
 
     def del_procs(self, procs: Sequence[Proc]) -> None:

@@ -21,15 +21,23 @@ OMPY_NODE_NAMES          (optional) every node's name, by node id, comma-separat
 OMPY_RANK_NODES          (optional, with OMPY_NODE_NAMES) every rank's node id in rank
                          order, run-length encoded: ``0*4,1*4`` is four ranks on node 0
                          and four on node 1
+OMPY_UNIVERSE_SIZE       (optional) how many processes the allocation has room for: the
+                         slots of ``--host``/the hostfile/the resource manager, at least the
+                         job's size (``MPI.UNIVERSE_SIZE``; absent: the job's size)
+OMPY_UNIVERSE_BASE       (optional) the job's first universe rank, by which processes of
+                         the launcher's other jobs name its ranks (absent: 0, the first job)
+OMPY_PARENT_PORT         (optional) a spawned job's port: its MPI initialization connects
+                         to the spawning processes there (``Comm.Get_parent``)
 =======================  ===============================================================
 
-The two optional variables carry the job map, so that MPI initialization knows where every
+The two optional job-map variables carry the job map, so that MPI initialization knows where every
 rank runs without a modex exchange; a rank without them learns it from the modex.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ompy.orte.mca.ess import SECRET_SIZE, Identity
 
@@ -49,6 +57,9 @@ NODE_NAMES = "OMPY_NODE_NAMES"
 RANK_NODES = "OMPY_RANK_NODES"
 #: The job map: optional, but both or neither.
 JOB_MAP_VARIABLES = (NODE_NAMES, RANK_NODES)
+UNIVERSE_SIZE = "OMPY_UNIVERSE_SIZE"
+UNIVERSE_BASE = "OMPY_UNIVERSE_BASE"
+PARENT_PORT = "OMPY_PARENT_PORT"
 
 #: Every required variable of the contract; all of them are set in a launched rank.
 VARIABLES = (
@@ -65,7 +76,7 @@ VARIABLES = (
     SESSION_DIR,
 )
 #: Every variable :func:`environment_of` may set: what differs between the ranks of a job.
-ALL_VARIABLES = (*VARIABLES, *JOB_MAP_VARIABLES)
+ALL_VARIABLES = (*VARIABLES, *JOB_MAP_VARIABLES, UNIVERSE_SIZE, UNIVERSE_BASE, PARENT_PORT)
 
 
 class LaunchEnvironmentError(ValueError):
@@ -87,6 +98,9 @@ def environment_for_rank(
     session_dir: str,
     rank_nodes: Sequence[int] = (),
     node_names: Sequence[str] = (),
+    universe_size: int = 0,
+    universe_base: int = 0,
+    parent_port: str = "",
 ) -> dict[str, str]:
     """The variables to add to one rank's environment.
 
@@ -107,6 +121,9 @@ def environment_for_rank(
         secret=secret,
         rank_nodes=tuple(rank_nodes),
         node_names=tuple(node_names),
+        universe_size=universe_size,
+        universe_base=universe_base,
+        parent_port=parent_port,
     )
     return environment_of(identity)
 
@@ -132,6 +149,12 @@ def environment_of(identity: Identity) -> dict[str, str]:
     if identity.rank_nodes:
         variables[NODE_NAMES] = ",".join(identity.node_names)
         variables[RANK_NODES] = encode_rank_nodes(identity.rank_nodes)
+    if identity.universe_size:
+        variables[UNIVERSE_SIZE] = str(identity.universe_size)
+    if identity.universe_base:
+        variables[UNIVERSE_BASE] = str(identity.universe_base)
+    if identity.parent_port:
+        variables[PARENT_PORT] = identity.parent_port
     return variables
 
 
@@ -178,7 +201,7 @@ def identity_from_environment(environ: Mapping[str, str]) -> Identity:
             f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; start it "
             f"with 'ompy run', or unset the OMPY_ variables to run it as a singleton"
         )
-    job_map: dict[str, tuple] = {}
+    optional: dict[str, Any] = {}
     given = [name for name in JOB_MAP_VARIABLES if name in environ]
     if len(given) == 1:
         other = RANK_NODES if given[0] == NODE_NAMES else NODE_NAMES
@@ -186,8 +209,14 @@ def identity_from_environment(environ: Mapping[str, str]) -> Identity:
             f"the launch environment sets {given[0]} but not {other}: both or neither"
         )
     if given:
-        job_map["node_names"] = tuple(_token(environ, NODE_NAMES).split(","))
-        job_map["rank_nodes"] = decode_rank_nodes(environ[RANK_NODES])
+        optional["node_names"] = tuple(_token(environ, NODE_NAMES).split(","))
+        optional["rank_nodes"] = decode_rank_nodes(environ[RANK_NODES])
+    if UNIVERSE_SIZE in environ:
+        optional["universe_size"] = _int(environ, UNIVERSE_SIZE)
+    if UNIVERSE_BASE in environ:
+        optional["universe_base"] = _int(environ, UNIVERSE_BASE)
+    if PARENT_PORT in environ:
+        optional["parent_port"] = _token(environ, PARENT_PORT)
     try:
         identity = Identity(
             jobid=_token(environ, JOBID),
@@ -201,7 +230,7 @@ def identity_from_environment(environ: Mapping[str, str]) -> Identity:
             session_dir=_token(environ, SESSION_DIR),
             server=_address(environ, SERVER),
             secret=_secret(environ, SECRET),
-            **job_map,
+            **optional,
         )
     except LaunchEnvironmentError:
         raise

@@ -35,3 +35,25 @@ class ModexKeyError(ControlError, KeyError):
             f"rank {self.rank} has not committed the modex key {self.key!r} (committed data is "
             f"guaranteed visible to every rank only after a fence that follows the commit)"
         )
+
+
+class PortError(RequestError):
+    """A port that is not open was used, or closed while a rank waited on it."""
+
+
+class ServiceError(RequestError):
+    """A service name cannot be published or unpublished (taken, unknown, other port)."""
+
+
+class NameLookupError(RequestError):
+    """``lookup`` named a service nobody published."""
+
+
+class SpawnError(RequestError):
+    """The launcher could not start the processes a spawn asked for."""
+
+
+#: The refusals that travel by class name (see :mod:`.protocol`).
+DPM_ERRORS: dict[str, type[RequestError]] = {
+    cls.__name__: cls for cls in (PortError, ServiceError, NameLookupError, SpawnError)
+}

@@ -6,6 +6,9 @@ thread: the callback must be quick and thread-safe (typically it puts the event 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 
 
@@ -73,6 +76,26 @@ class BadClient:
     reason: str
 
 
+@attrs.frozen(eq=False)
+class SpawnRequested:
+    """A rank asked for a new job (``Comm.Spawn``): the launcher starts it and calls
+    ``answer(value, error)`` (from any thread) with None or the :class:`SpawnError`."""
+
+    rank: int
+    #: One map per application: ``argv``, ``maxprocs``, ``env``, ``wdir``, ``host``.
+    apps: list[dict[str, Any]]
+    #: The port the children connect to in their MPI initialization.
+    port: str
+    answer: Callable[[Any, Exception | None], None]
+
+
 Event = (
-    RankConnected | RankFinalized | RankAborted | RankException | RankLeaving | RankLost | BadClient
+    RankConnected
+    | RankFinalized
+    | RankAborted
+    | RankException
+    | RankLeaving
+    | RankLost
+    | BadClient
+    | SpawnRequested
 )

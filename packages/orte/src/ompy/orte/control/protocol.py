@@ -19,7 +19,20 @@ leaving        code (int or nil), how        true: finalize with the others (eve
                                              job, exit now (the rank is leaving early)
 finalize       -                             None (the rank finished cleanly)
 exception      traceback                     None
+open_port      -                             a new port name (``Open_port``)
+close_port     port                          None (``PortError`` if it is not open)
+meet           key, side, value              the other side's value, once it came (see
+                                             :meth:`.universe.Universe.meet`)
+publish        service, port                 None (``ServiceError`` if taken)
+unpublish      service, port                 None (``ServiceError`` if not published so)
+lookup         service                       the port (``NameLookupError`` if unknown)
+spawn          apps (list of maps: argv,     None once started (``SpawnError`` if it cannot
+               maxprocs, env, wdir, host),   be); the children connect to ``port``
+               port
 =============  ============================  =============================================
+
+``get`` names a *universe rank* (:mod:`.universe`): the job's own world rank plus its base,
+which is the world rank itself for the launcher's first job.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import ControlError, FenceError, ModexKeyError, RequestError
+from .errors import DPM_ERRORS, ControlError, FenceError, ModexKeyError, RequestError
 
 # handshake
 CHALLENGE, AUTH, WELCOME, DENIED = "challenge", "auth", "welcome", "denied"
@@ -42,6 +55,9 @@ STACKS_REPLY = "stacks_reply"
 # between the server and a node daemon carrying its ranks' connections (see server.py)
 ATTACH, DETACH, RELAY = "attach", "detach", "relay"
 FENCE_NODE, FENCED = "fence_node", "fenced"
+# dynamic processes (served with the other jobs of the launcher: see universe.py)
+OPEN_PORT, CLOSE_PORT, MEET = "open_port", "close_port", "meet"
+PUBLISH, UNPUBLISH, LOOKUP, SPAWN = "publish", "unpublish", "lookup", "spawn"
 
 
 def _int(value: Any) -> bool:
@@ -64,9 +80,19 @@ _CHECKS: dict[str, dict[str, Callable[[Any], bool]]] = {
     LEAVING: {"id": _int, "code": lambda value: value is None or _int(value), "how": _is(str)},
     EXCEPTION: {"id": _int, "traceback": _is(str)},
     STACKS_REPLY: {"ref": _int, "text": _is(str)},
+    OPEN_PORT: {"id": _int},
+    CLOSE_PORT: {"id": _int, "port": _is(str)},
+    MEET: {"id": _int, "key": _is(str), "side": _is(str), "value": lambda value: True},
+    PUBLISH: {"id": _int, "service": _is(str), "port": _is(str)},
+    UNPUBLISH: {"id": _int, "service": _is(str), "port": _is(str)},
+    LOOKUP: {"id": _int, "service": _is(str)},
+    SPAWN: {"id": _int, "apps": _is(list), "port": _is(str)},
 }
 
-REQUESTS = frozenset({HELLO, COMMIT, FENCE, GET, ABORT, FINALIZE, FINALIZING, LEAVING, EXCEPTION})
+REQUESTS = frozenset(
+    {HELLO, COMMIT, FENCE, GET, ABORT, FINALIZE, FINALIZING, LEAVING, EXCEPTION}
+    | {OPEN_PORT, CLOSE_PORT, MEET, PUBLISH, UNPUBLISH, LOOKUP, SPAWN}
+)
 
 
 def check_client_message(message: dict[str, Any]) -> str:
@@ -102,4 +128,6 @@ def error_from_payload(payload: Any) -> ControlError:
         return ModexKeyError(rank, key)
     if kind == "FenceError":
         return FenceError(message)
+    if isinstance(kind, str) and kind in DPM_ERRORS:
+        return DPM_ERRORS[kind](message)
     return RequestError(message)

@@ -31,8 +31,9 @@ from ompy.opal.tally import Tally
 from ompy.opal.threads import InternalThread
 
 from . import auth, events, protocol, wire
-from .errors import ControlError, FenceError, RequestError
+from .errors import ControlError, FenceError, ModexKeyError, RequestError
 from .store import ModexStore
+from .universe import Universe
 
 DEFAULT_AUTH_TIMEOUT = 10.0
 #: How long a rank that calls ``sys.exit`` early waits for the others to reach Finalize.
@@ -120,6 +121,7 @@ class ControlServer:
         host: str = "127.0.0.1",
         auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
         exit_grace: float = DEFAULT_EXIT_GRACE,
+        universe: Universe | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a job has at least one rank, got size {size}")
@@ -130,6 +132,10 @@ class ControlServer:
         self._auth_timeout = auth_timeout
         self._exit_grace = exit_grace
         self._store = ModexStore(size)
+        #: The launcher's jobs (dynamic processes); a job of its own when not given.
+        self.universe = Universe() if universe is None else universe
+        #: This job's first universe rank (``get`` names universe ranks: see universe.py).
+        self.base = self.universe.add_job(jobid, size, self._store)
         self._listener = socket.create_server((host, 0), backlog=max(128, size))
         self._listener.setblocking(False)
         self._loop = EventLoop()
@@ -180,6 +186,7 @@ class ControlServer:
         if self._closed:
             return
         self._closed = True
+        self.universe.forget_job(self.jobid, f"job {self.jobid} ended")
         if self._thread is threading.current_thread():  # from the event callback
             self._stopping = True  # the loop releases everything when it returns
             return
@@ -427,8 +434,69 @@ class ControlServer:
         self._reply(conn, message["id"])
 
     def _on_get(self, conn: _Connection, message: dict[str, Any]) -> None:
-        value = self._store.lookup(message["rank"], message["key"])
+        rank, key = message["rank"], message["key"]
+        if self.base <= rank < self.base + self.size:
+            try:
+                value = self._store.lookup(rank - self.base, key)
+            except ModexKeyError:
+                raise ModexKeyError(rank, key) from None
+        else:  # a process of another job of this launcher (dynamic processes)
+            try:
+                value = self.universe.lookup(rank, key)
+            except ModexKeyError:
+                raise
+            except RequestError:
+                raise RequestError(
+                    f"requested rank {rank!r} is not a rank of this job (size {self.size}, "
+                    f"universe ranks {self.base}..{self.base + self.size - 1}) nor of another "
+                    f"job of this launcher"
+                ) from None
         self._reply(conn, message["id"], value)
+
+    # -- dynamic processes (the universe's services; see universe.py) ------------------------
+
+    def _answerer(self, conn: _Connection, request_id: int) -> Callable[[Any, Any], None]:
+        """A callback any thread may call once to answer a request that waits (meet, spawn)."""
+
+        def answer(value: Any, error: Exception | None) -> None:
+            def deliver() -> None:
+                if conn.closed:
+                    return
+                if error is None:
+                    self._reply(conn, request_id, value)
+                else:
+                    failure = error if isinstance(error, ControlError) else RequestError(str(error))
+                    self._reply_error(conn, request_id, failure)
+
+            self._post(deliver)
+
+        return answer
+
+    def _on_open_port(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self._reply(conn, message["id"], self.universe.open_port(self.jobid))
+
+    def _on_close_port(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self.universe.close_port(message["port"])
+        self._reply(conn, message["id"])
+
+    def _on_meet(self, conn: _Connection, message: dict[str, Any]) -> None:
+        answer = self._answerer(conn, message["id"])
+        self.universe.meet(message["key"], message["side"], message["value"], self.jobid, answer)
+
+    def _on_publish(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self.universe.publish(message["service"], message["port"])
+        self._reply(conn, message["id"])
+
+    def _on_unpublish(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self.universe.unpublish(message["service"], message["port"])
+        self._reply(conn, message["id"])
+
+    def _on_lookup(self, conn: _Connection, message: dict[str, Any]) -> None:
+        self._reply(conn, message["id"], self.universe.lookup_name(message["service"]))
+
+    def _on_spawn(self, conn: _Connection, message: dict[str, Any]) -> None:
+        answer = self._answerer(conn, message["id"])
+        self._emit(events.SpawnRequested(conn.rank, message["apps"], message["port"], answer))
 
     def _on_fence(self, conn: _Connection, message: dict[str, Any]) -> None:
         generation = message["generation"]

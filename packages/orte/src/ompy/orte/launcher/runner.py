@@ -39,7 +39,9 @@ import attrs
 
 from ompy.opal.eventloop import EventLoop
 from ompy.opal.tally import Tally
+from ompy.orte.control.universe import Universe
 
+from .children import SpawnedJobs
 from .errors import LaunchError
 from .plan import Plan
 from .report import Reporter
@@ -140,6 +142,9 @@ class JobRunner:
         #: How many ranks were still running when the job started ending.
         self._terminated: int | None = None
         self._deadline = time.monotonic() + plan.options.timeout if plan.options.timeout else None
+        #: What the launcher's jobs share (dynamic processes), and the jobs spawned so far.
+        self._universe = Universe()
+        self._children = SpawnedJobs(self, b"")
 
     # -- the whole job ------------------------------------------------------------------------
 
@@ -154,6 +159,7 @@ class JobRunner:
         iof = self._iof
         try:
             secret = secrets.token_bytes(32)
+            self._children = SpawnedJobs(self, secret)
             server = ControlServer(
                 self.jobid,
                 self.size,
@@ -162,6 +168,7 @@ class JobRunner:
                 host=self.plm.control_host(),
                 auth_timeout=self.connect_timeout,
                 exit_grace=self.exit_grace,
+                universe=self._universe,
             )
             self._server = server
             server.start()
@@ -179,7 +186,7 @@ class JobRunner:
             if server is not None:
                 server.close()
             self._refused.flush()
-            removed = session.remove()
+            removed = [*self._children.close(), *session.remove()]
             if removed:
                 self.reporter.note(
                     f"removed leftover shared memory: {', '.join(map(str, removed))}"
@@ -193,7 +200,7 @@ class JobRunner:
     def _launch(self, server: Any, secret: bytes, session: Session) -> None:
         from ompy.orte.control import environment_for_rank
 
-        base = rank_base_environment(self.plan.app.env)
+        base = self.rank_environment()
         placements = self.plan.job_map.placements
         rank_nodes = [placement.node_id for placement in placements]
         node_names = {placement.node_id: placement.node.name for placement in placements}
@@ -218,25 +225,43 @@ class JobRunner:
                     session_dir=str(session.path),
                     rank_nodes=rank_nodes,
                     node_names=names,
+                    universe_size=max(self.plan.allocation.total_slots, self.size),
                 )
             )
-            stdio = self._iof.stdio_for(placement.rank)
             try:
-                process = self.plm.spawn(
-                    placement, self.plan.app.argv, env, self.plan.app.cwd, stdio
+                self.start_rank(
+                    placement.rank, placement, self.plan.app.argv, env, self.plan.app.cwd
                 )
             except LaunchError as error:
-                self._iof.abandon(placement.rank)
-                self._end(_Ending(error.exit_code, str(error)))
+                self.launch_failed(error)
                 return
-            self._iof.started(placement.rank, self._loop)
-            record = _Rank(placement.rank, process.pid, process)
-            self._ranks[placement.rank] = record
-            fd = process.exit_fd()
-            if fd is not None:
-                self._by_exit_fd[fd] = record
-                self._loop.add_reader(fd, self._on_exit_fd)
         self.reporter.note(f"started {len(self._ranks)} ranks")
+
+    def start_rank(
+        self, rank: int, placement: Any, argv: Any, env: dict[str, str], cwd: Any
+    ) -> None:
+        """Start one process, known to the runner as ``rank`` (its universe rank: a spawned
+        job's ranks follow the first job's); ``LaunchError`` if it cannot start."""
+        stdio = self._iof.stdio_for(rank)
+        try:
+            process = self.plm.spawn(placement, argv, env, cwd, stdio)
+        except LaunchError:
+            self._iof.abandon(rank)
+            raise
+        self._iof.started(rank, self._loop)
+        record = _Rank(rank, process.pid, process)
+        self._ranks[rank] = record
+        fd = process.exit_fd()
+        if fd is not None:
+            self._by_exit_fd[fd] = record
+            self._loop.add_reader(fd, self._on_exit_fd)
+
+    def launch_failed(self, error: LaunchError) -> None:
+        self._end(_Ending(error.exit_code, str(error)))
+
+    def rank_environment(self) -> dict[str, str]:
+        """The environment every rank starts from (before its identity variables)."""
+        return rank_base_environment(self.plan.app.env)
 
     # -- the wait loop ------------------------------------------------------------------------
 
@@ -403,6 +428,8 @@ class JobRunner:
                     )
             elif isinstance(event, events.BadClient):
                 self._refused.note(_DIGITS.sub("N", event.reason))
+            elif isinstance(event, events.SpawnRequested):
+                self._children.start(event, self._universe)
             else:
                 self.reporter.note(f"control event: {event}")
 
@@ -412,15 +439,21 @@ class JobRunner:
             return
         record = self._ranks.get(failure.rank)
         where = f"pid {record.pid}, " if record is not None else ""
-        node = self.plan.job_map.placements[failure.rank].node.name
+        spawned = self._children.describe(failure.rank)
+        if spawned is None:
+            who = f"rank {failure.rank} of {self.size}"
+            node = self.plan.job_map.placements[failure.rank].node.name
+            tag = f"[rank {failure.rank}] "
+        else:
+            who, node, tag = spawned
         self._end(
             _Ending(
                 failure.exit_code,
                 "",
                 detail=failure.detail,
-                detail_tag=f"[rank {failure.rank}] ",
+                detail_tag=tag,
                 rank=failure.rank,
-                reason=f"rank {failure.rank} of {self.size} ({where}on {node}) {failure.reason}",
+                reason=f"{who} ({where}on {node}) {failure.reason}",
             )
         )
 
@@ -494,7 +527,7 @@ class JobRunner:
         rank's connection is closed, the server has read everything they sent.
         """
         until = time.monotonic() + 1.0
-        while server.connected_ranks() and time.monotonic() < until:
+        while (server.connected_ranks() or self._children.connected()) and time.monotonic() < until:
             time.sleep(0.01)
         self._handle_events()
 

@@ -148,8 +148,14 @@ class PmlModule(abc.ABC):
     max_contextid: int
 
     @abc.abstractmethod
-    def add_procs(self, procs: Sequence[Proc]) -> None:
-        """Make the processes reachable (set up transport endpoints for each)."""
+    def add_procs(self, procs: Sequence[Proc], keys: Sequence[int]) -> None:
+        """Make the processes reachable (set up transport endpoints for each).
+
+        ``keys[i]`` is the number communicators name ``procs[i]`` by (in ``world_ranks`` and
+        ``remote_world_ranks``): its world rank, or the index a process of another job got
+        (:mod:`ompy.ompi.proctable`); ``procs[i].rank`` is its universe rank, the name the
+        transports use.  For the launcher's first job the two are equal.
+        """
 
     @abc.abstractmethod
     def del_procs(self, procs: Sequence[Proc]) -> None:

@@ -207,6 +207,10 @@ class BtlContext:
     #: can leave local peers to them; one queried earlier sees nothing here and errs on the
     #: safe side.
     node_transports: set[str] = attrs.field(factory=set, eq=False)
+    #: Whether processes of other jobs may come to talk to this one (a launcher that serves
+    #: dynamic processes: spawn, connect/accept): a network transport must then listen even
+    #: when its own job needs it not.
+    other_jobs: bool = False
 
     @staticmethod
     def secret_from_hex(text: str, *, source: str = "OMPY_SECRET") -> bytes:

@@ -88,6 +88,16 @@ class Identity:
     #: None); the ess module's job services stand in for it.  A secret is still required:
     #: the transports authenticate their peers with it.
     direct: bool = False
+    #: How many processes the allocation has room for (``MPI.UNIVERSE_SIZE``): its slots, at
+    #: least the job's size; 0 when the launcher did not say (then it is the job's size).
+    universe_size: int = attrs.field(default=0, validator=_strict_int("universe_size"))
+    #: The job's first universe rank: how the launcher's other jobs name this job's ranks
+    #: (rank ``r`` is universe rank ``universe_base + r``; see ompy.orte.control.universe).
+    universe_base: int = attrs.field(
+        default=0, validator=[_strict_int("universe_base"), _non_negative]
+    )
+    #: A spawned job's port, where its MPI initialization meets its parents; "" otherwise.
+    parent_port: str = ""
 
     def __attrs_post_init__(self) -> None:
         if self.rank >= self.size:
@@ -104,6 +114,10 @@ class Identity:
             raise ValueError("a singleton is a job of size 1 without server and secret")
         if self.secret is not None and len(self.secret) != SECRET_SIZE:
             raise ValueError(f"the job secret must be {SECRET_SIZE} bytes, got {len(self.secret)}")
+        if self.universe_size and self.universe_size < self.size:
+            raise ValueError(
+                f"the universe size {self.universe_size} is smaller than the job's size {self.size}"
+            )
         if self.rank_nodes or self.node_names:
             self._check_job_map()
         if self.direct:
@@ -133,6 +147,11 @@ class Identity:
             self.local_rank
         ):
             raise ValueError("the job map disagrees with this rank's local rank or local size")
+
+    @property
+    def universe(self) -> int:
+        """``MPI.UNIVERSE_SIZE``: the universe size the launcher gave, else the job's size."""
+        return self.universe_size or self.size
 
     def local_rank_of(self, rank: int) -> int:
         """The local rank of ``rank`` by the job map: how many ranks before it share its node."""

@@ -226,6 +226,8 @@ class TcpBtlComponent(BtlComponent):
             return f"btl = {resolved.text} names tcp"
         if context.job_size > 1 and not context.node_transports:
             return "no other transport reaches the peers on this node"
+        if context.other_jobs:
+            return "processes of other jobs may connect (spawn, connect/accept)"
         return None
 
     def query(self, context: BtlContext) -> Offer[list[BtlModule[Any]]] | None:

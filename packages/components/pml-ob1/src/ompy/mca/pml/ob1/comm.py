@@ -24,6 +24,7 @@ class CommState:
         "cancel_send",
         "ctx",
         "endpoints",
+        "keys",
         "matching",
         "next_seq",
         "rank",
@@ -40,8 +41,11 @@ class CommState:
         retain: Callable[[Any], Any],
         *,
         cancel_send: Callable[[Any], None] | None = None,
+        keys: Sequence[int] = (),
     ) -> None:
         self.ctx = ctx
+        #: The PML key (world rank or index) of each peer, by rank in the communicator.
+        self.keys = tuple(keys)
         self.rank = rank
         self.size = len(endpoints)
         self.endpoints = list(endpoints)

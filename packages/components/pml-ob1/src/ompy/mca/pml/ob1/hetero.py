@@ -69,7 +69,7 @@ class ConvertedRecv(CoreRequest):
         super().__init__()
         self.inner = inner
         self.spec = spec
-        self.state = state  # the CommState whose endpoints name the sender's world rank
+        self.state = state  # the CommState whose keys name the sender's world rank
         self.archs = archs
         if inner.complete:
             self._arrived(inner)
@@ -90,7 +90,7 @@ class ConvertedRecv(CoreRequest):
             self.fail(inner.error, inner.exception)
             return
         data = inner.view[: inner.count]
-        world = self.state.endpoints[inner.source].proc.rank
+        world = self.state.keys[inner.source]
         try:
             self._deliver(data, self.archs.foreign(world))
         except MPIException as error:

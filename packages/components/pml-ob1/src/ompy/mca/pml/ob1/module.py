@@ -99,6 +99,8 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         self.log = log if log is not None else output.get_logger("pml", "ob1")
         self._comms: dict[int, CommState] = {}
         self._peers: dict[int, BmlEndpoint] = {}
+        #: The key (world rank or index) of every added proc, by its universe rank.
+        self._keys: dict[int, int] = {}
         self._sends: dict[int, SendRequest] = {}
         self._recvs: dict[int, RecvRequest] = {}
         self._pending: deque = deque()
@@ -128,22 +130,29 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
 
     # -- processes and communicators --------------------------------------------------------
 
-    def add_procs(self, procs: Sequence[Proc]) -> None:
-        """Make ``procs`` reachable; ``procs[i]`` need not be world rank ``i`` (keyed by rank)."""
-        for proc, endpoint in zip(procs, self.bml.add_procs(procs), strict=True):
-            self._peers[proc.rank] = endpoint
+    def add_procs(self, procs: Sequence[Proc], keys: Sequence[int]) -> None:
+        """Make ``procs`` reachable, each under its key (world rank or index of a process of
+        another job; the transports name it by ``proc.rank``, its universe rank)."""
+        keys = list(keys)
+        if len(keys) != len(procs):
+            raise PmlError(f"add_procs got {len(procs)} procs but {len(keys)} keys")
+        for proc, key, endpoint in zip(procs, keys, self.bml.add_procs(procs), strict=True):
+            self._peers[key] = endpoint
+            self._keys[proc.rank] = key
             if proc.same_process(self.context.proc):
                 self._self_peer = endpoint
         archs = self.archs
-        if self._outgoing is not None or any(archs.foreign(proc.rank) for proc in procs):
+        if self._outgoing is not None or any(archs.foreign(key) for key in keys):
             self.raw_views = False  # typed data is converted from now on (see .hetero)
         if self.log.isEnabledFor(logging.INFO):
-            self.log.info("%s", ", ".join(repr(self._peers[proc.rank]) for proc in procs))
+            self.log.info("%s", ", ".join(repr(self._peers[key]) for key in keys))
 
     def del_procs(self, procs: Sequence[Proc]) -> None:
         self.bml.del_procs(procs)
         for proc in procs:
-            self._peers.pop(proc.rank, None)
+            key = self._keys.pop(proc.rank, None)
+            if key is not None:
+                self._peers.pop(key, None)
 
     def add_comm(self, comm: Any) -> None:
         ctx = comm.context_id
@@ -171,6 +180,7 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             self._matched,
             self._retain,
             cancel_send=self.cancel_send,
+            keys=ranks,
         )
         self._comms[ctx] = state
         comm.pml_state = state
