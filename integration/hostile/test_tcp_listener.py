@@ -134,13 +134,16 @@ def _ports(flags: Path) -> list[list[int]]:
 @pytest.mark.parametrize(
     ("params", "listens"),
     [
-        ((), False),
+        ((), True),
         (("--mca", "btl_tcp_listener", "always"), True),
         (TCP, True),
     ],
     ids=["one-node-sm", "listener-always", "tcp-requested"],
 )
 def test_tcp_listens_only_when_some_peer_may_need_it(ompy, params, listens):
+    """Every launched rank listens now: a job it spawns or accepts reaches it over tcp only
+    (a one-node sm job without dynamic processes would not need it; see the component's
+    docstring)."""
     flags = ompy.tmpdir / "flags"
     process = start(ompy, flags, *params)
     try:

@@ -38,6 +38,7 @@ BASELINE = {
     "coll": {"basic", "tuned", "sm", "inter"},
     "op": {"ufunc"},
     "topo": {"basic"},
+    "osc": {"pt2pt", "sm"},
 }
 
 PROGRAM = """

@@ -16,6 +16,7 @@ from .interfaces import (
     unmatched,
 )
 from .reach import Probe, Reachability, Verdict, bind_device
+from .stack import same_stack, stack_identity
 
 __all__ = [
     "Interface",
@@ -26,6 +27,8 @@ __all__ = [
     "discover_interfaces",
     "matches",
     "parse_entry",
+    "same_stack",
     "select_interfaces",
+    "stack_identity",
     "unmatched",
 ]

@@ -20,8 +20,11 @@ offers modules (and so listens) only when some peer may need it: the job spans n
 size is unknown), or ``btl`` names tcp explicitly (``--mca btl self,tcp``), or no component
 queried before it took the peers on this node (sm adds itself to
 :attr:`~ompy.opal.mca.btl.BtlContext.node_transports` when it offers; components are queried in
-name order).  A one-node job over shared memory therefore has no tcp listener, as Open MPI does
-not use tcp between local peers that sm reaches.  ``always`` listens regardless.
+name order), or processes of other jobs may connect (a rank started by ``ompy run``, which can
+spawn or accept other jobs: those reach it over tcp only).  A singleton over shared memory
+therefore has no tcp listener; a launched one-node job has one (authenticated and hardened as
+every tcp listener is), since a spawned job must reach it.  Opening it only when a spawn or
+accept happens would close that door too.  ``always`` listens regardless.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ompy.opal.net.interfaces import (
     unmatched,
 )
 from ompy.opal.net.reach import Probe, Reachability
+from ompy.opal.net.stack import same_stack, stack_identity
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
@@ -338,7 +342,8 @@ class TcpBtlComponent(BtlComponent):
         probes = []
         start = self.me.rank % len(procs) if procs else 0
         for proc in [*procs[start:], *procs[:start]]:
-            if proc.same_node(self.me):
+            card = self.card(proc.rank)
+            if card is None or self.shares_stack(proc, card):
                 continue
             for module in self.modules:
                 if module.interface.loopback:
@@ -358,6 +363,14 @@ class TcpBtlComponent(BtlComponent):
                     len(pairs),
                     ", ".join(f"{a}->{b} {reach.verdict(a, b)}" for a, b in pairs),
                 )
+
+    def shares_stack(self, proc: Proc, card: Sequence[wire.ContactAddress]) -> bool:
+        """Whether ``proc`` needs no probe: it is on this node, or on another "node" that is
+        this machine's network stack too (several resource-manager nodes on one host), where
+        this host's addresses do reach it."""
+        if self.me is not None and proc.same_node(self.me):
+            return True
+        return bool(card) and same_stack(stack_identity(), card[0].stack)
 
     def probe_addresses(
         self, interface: Interface, addresses: Sequence[wire.ContactAddress]

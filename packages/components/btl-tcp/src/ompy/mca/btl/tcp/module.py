@@ -49,6 +49,7 @@ from ompy.opal.mca.btl import (
 )
 from ompy.opal.net.interfaces import Interface
 from ompy.opal.net.reach import bind_device
+from ompy.opal.net.stack import stack_identity
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
@@ -179,7 +180,9 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
     @property
     def contact(self) -> wire.ContactAddress:
         i = self.interface
-        return wire.ContactAddress(i.name, i.address, i.prefixlen, self.port, i.loopback)
+        return wire.ContactAddress(
+            i.name, i.address, i.prefixlen, self.port, i.loopback, stack_identity()
+        )
 
     # -- peers ------------------------------------------------------------------------------
 
@@ -230,7 +233,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
             return None
         candidates = self.candidates(proc)
         reach = self.component.reach
-        if candidates and reach is not None and not proc.same_node(self.me):
+        if candidates and reach is not None and not self.component.shares_stack(proc, card):
             mine = self.interface.address
             verdicts = [(a, reach.verdict(mine, a.address)) for a in candidates]
             usable = [a for a, verdict in verdicts if verdict is not None and verdict.reachable]

@@ -95,6 +95,8 @@ class ContactAddress:
     prefixlen: int
     port: int
     loopback: bool
+    #: The publishing process's network stack (:func:`ompy.opal.net.stack_identity`).
+    stack: str = ""
 
     @property
     def network(self) -> ipaddress.IPv4Network:
