@@ -62,6 +62,8 @@ class TwoNodes:
             monkeypatch.setattr(
                 tcp_component, "discover_interfaces", lambda r=rank: interfaces_of(r)
             )
+            # two nodes in one process: each its own network stack, as on two machines
+            monkeypatch.setattr(tcp_component, "stack_identity", lambda r=rank: f"node {r}")
             component = TcpBtlComponent(Registry(environ=environ, files=[]))
             component.register_params()
             component.open()

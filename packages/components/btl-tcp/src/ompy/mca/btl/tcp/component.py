@@ -212,6 +212,8 @@ class TcpBtlComponent(BtlComponent):
         #: What the probes found (None when btl_tcp_probe_timeout is 0: no probing).
         self.reach: Reachability | None = None
         self.me: Proc | None = None
+        #: This process's network stack, published with every address (:meth:`shares_stack`).
+        self.stack = ""
         #: Regions registered for the peers' gets, shared by every module (link) of this process.
         self.registrations = Registrations()
         #: Whether the modules report (``btl_base_verbose`` >= 20): tested before logging.
@@ -245,6 +247,7 @@ class TcpBtlComponent(BtlComponent):
             )
             return None
         self.log.debug("listening because %s", why)
+        self.stack = stack_identity()
         discovered = discover_interfaces()
         interfaces = select_interfaces(
             discovered,
@@ -370,7 +373,7 @@ class TcpBtlComponent(BtlComponent):
         this host's addresses do reach it."""
         if self.me is not None and proc.same_node(self.me):
             return True
-        return bool(card) and same_stack(stack_identity(), card[0].stack)
+        return bool(card) and same_stack(self.stack, card[0].stack)
 
     def probe_addresses(
         self, interface: Interface, addresses: Sequence[wire.ContactAddress]

@@ -49,7 +49,6 @@ from ompy.opal.mca.btl import (
 )
 from ompy.opal.net.interfaces import Interface
 from ompy.opal.net.reach import bind_device
-from ompy.opal.net.stack import stack_identity
 from ompy.opal.proc import Proc
 from ompy.opal.tally import Tally
 
@@ -181,7 +180,7 @@ class TcpBtlModule(BtlModule[TcpEndpoint]):
     def contact(self) -> wire.ContactAddress:
         i = self.interface
         return wire.ContactAddress(
-            i.name, i.address, i.prefixlen, self.port, i.loopback, stack_identity()
+            i.name, i.address, i.prefixlen, self.port, i.loopback, self.component.stack
         )
 
     # -- peers ------------------------------------------------------------------------------

@@ -34,6 +34,10 @@ __all__ = ["PMI_VARIABLES", "Pmi1Client", "Pmi2Client", "PmiClient", "PmiError",
 PMI_VARIABLES = ("PMI_FD", "PMI_RANK", "PMI_SIZE")
 #: PMI-2's largest value (PMI2_MAX_VALLEN of the interface); PMI-1 asks the server.
 PMI2_VALUE_LIMIT = 1024
+#: PMI-1's line buffer (PMIU_MAXLINE), which a put line with its value must fit.
+PMI1_LINE_MAX = 1024
+#: Room kept in a PMI-1 put line for the key.
+PMI1_KEY_ROOM = 48
 
 
 def _int_variable(environ: Mapping[str, str], name: str, minimum: int) -> int:
@@ -220,10 +224,15 @@ class Pmi1Client(PmiClient):
         maxes = self._request("get_maxes", expect="maxes")
         try:
             # room for what the server adds around a value on its own lines
-            self.value_limit = int(maxes["vallen_max"]) - 1
+            value_max = int(maxes["vallen_max"]) - 1
         except (KeyError, ValueError):
             raise PmiError(f"the PMI-1 get_maxes answer lacks vallen_max: {maxes}") from None
         self._kvsname = self._request("get_my_kvsname", expect="my_kvsname")["kvsname"]
+        # The whole put line must fit the server's line buffer too (Slurm's is PMI-1's 1024
+        # bytes, the same as its largest value): leave room for the command, the kvs name and
+        # a key of ours (``ompy.<rank>.<commit>.<piece>``).
+        line_room = PMI1_LINE_MAX - len(f"cmd=put kvsname={self._kvsname} key= value=\n")
+        self.value_limit = min(value_max, line_room - PMI1_KEY_ROOM)
 
     @property
     def jobid(self) -> str:
