@@ -28,6 +28,9 @@ from ompy.futures import (
     get_comm_workers,
 )
 
+#: Built on this interpreter's own MPI (see conftest.py).
+pytestmark = pytest.mark.usefixtures("interpreter_mpi")
+
 
 def done(value: object) -> Future[object]:
     future: Future[object] = Future()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,8 @@ def test_version_prefix_and_mpi_versions() -> None:
     from ompy.ompi import __version__
 
     assert run_ompy("--version").stdout == f"ompy {__version__}\n"
-    assert Path(run_ompy("--prefix").stdout.strip()) == Path(__file__).parents[1] / "src/ompy"
+    installed = Path(importlib.util.find_spec("ompy.run").origin).parent  # editable or not
+    assert Path(run_ompy("--prefix").stdout.strip()) == installed
     assert run_ompy("--mpi-std-version").stdout == "MPI 4.1\n"
     assert run_ompy("--mpi-lib-version").stdout.startswith("ompy ")
 

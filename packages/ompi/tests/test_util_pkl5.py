@@ -15,7 +15,19 @@ from hypothesis.extra import numpy as hnp
 from ompy import MPI
 from ompy.util import pkl5
 
-comm = pkl5.Intracomm(MPI.COMM_WORLD)
+#: Built on this interpreter's own MPI (see conftest.py).
+pytestmark = pytest.mark.usefixtures("interpreter_mpi")
+
+
+class _World:
+    """pkl5's view of this interpreter's ``COMM_WORLD`` as it is when a test runs (the
+    ``interpreter_mpi`` fixture may install it after this module is imported)."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(pkl5.Intracomm(MPI.COMM_WORLD), name)
+
+
+comm = _World()
 
 arrays = hnp.arrays(
     dtype=st.sampled_from([np.float64, np.int32, np.uint8, np.complex128]),

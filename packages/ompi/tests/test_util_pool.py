@@ -8,6 +8,9 @@ import pytest
 
 from ompy.util.pool import ApplyResult, MapResult, Pool, ThreadPool
 
+#: Built on this interpreter's own MPI (see conftest.py).
+pytestmark = pytest.mark.usefixtures("interpreter_mpi")
+
 
 def test_the_methods_of_multiprocessing_pool() -> None:
     with ThreadPool(3) as pool:
