@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import select
 from pathlib import Path
 
 import pytest
 
 from ompy.opal.doorbell import SUN_PATH_MAX, Doorbell, DoorbellError
+from ompy.opal.readiness import readable
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_a_ring_wakes_the_owner_and_close_removes_the_socket_file(private):
         assert (os.stat(bell.address).st_mode & 0o777) == 0o600
         ringer.ring(bell.address)
         ringer.ring(bell.address)
-        assert select.select([bell.fd], [], [], 5)[0] == [bell.fd]
+        assert readable([bell.fd], 5) == [bell.fd]
         assert bell.drain() == 2
         assert bell.drain() == 0
     finally:
@@ -58,7 +58,7 @@ def test_a_session_directory_too_deep_for_a_socket_path_still_works(private):
     try:
         assert len(os.fsencode(bell.address)) > SUN_PATH_MAX
         ringer.ring(bell.address)
-        assert select.select([bell.fd], [], [], 5)[0] == [bell.fd]
+        assert readable([bell.fd], 5) == [bell.fd]
         assert bell.drain() == 1
     finally:
         bell.close()

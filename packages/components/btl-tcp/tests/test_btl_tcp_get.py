@@ -7,7 +7,6 @@ the destination, in order with the other frames of the connection.
 
 from __future__ import annotations
 
-import select
 import socket
 
 import numpy as np
@@ -17,6 +16,7 @@ from ompy.mca.btl.tcp import wire
 from ompy.mca.btl.tcp.rdma import split
 from ompy.opal.mca.btl import BtlError, BtlPeerError, MemHandle
 from ompy.opal.mca.btl.base import TAG_USR
+from ompy.opal.readiness import readable
 
 TIMEOUT = 30
 
@@ -190,7 +190,7 @@ def receive(pair, sock: socket.socket, size: int) -> bytes:
     """Read ``size`` bytes from a raw socket while the pair's modules progress (one thread)."""
     data = b""
     while len(data) < size:
-        ready = pair.engine.wait_until(lambda: select.select([sock], [], [], 0)[0], timeout=10)
+        ready = pair.engine.wait_until(lambda: readable([sock], 0), timeout=10)
         assert ready, f"the module sent only {len(data)} of {size} bytes"
         chunk = sock.recv(size - len(data))
         if not chunk:

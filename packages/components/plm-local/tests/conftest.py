@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import select
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ompy.mca.plm.local.launcher import LocalPlmModule, LocalRank
+from ompy.opal.readiness import readable
 from ompy.orte.launcher.job import Node, Placement
 from ompy.orte.mca.plm import Stdio
 
@@ -57,8 +57,8 @@ def wait_exit(rank: LocalRank, timeout: float = WAIT) -> int:
     """Wait on the rank's exit fd, as the launcher's loop does, and return its exit status."""
     fd = rank.exit_fd()
     assert fd is not None, "this kernel gives pidfds: the launcher must not have to poll"
-    readable, _, _ = select.select([fd], [], [], timeout)
-    assert readable, f"rank {rank.rank} (pid {rank.pid}) did not exit within {timeout} s"
+    ready = readable([fd], timeout)
+    assert ready, f"rank {rank.rank} (pid {rank.pid}) did not exit within {timeout} s"
     status = rank.poll()
     assert status is not None, "the exit fd was readable but the rank had not exited"
     return status
@@ -66,8 +66,8 @@ def wait_exit(rank: LocalRank, timeout: float = WAIT) -> int:
 
 def exited(pid_fd: int, timeout: float) -> bool:
     """Whether the process behind ``pid_fd`` ends within ``timeout`` seconds."""
-    readable, _, _ = select.select([pid_fd], [], [], timeout)
-    return bool(readable)
+    ready = readable([pid_fd], timeout)
+    return bool(ready)
 
 
 def read_line(fd: int, timeout: float = WAIT) -> str:
@@ -76,8 +76,8 @@ def read_line(fd: int, timeout: float = WAIT) -> str:
     deadline = time.monotonic() + timeout
     while not data.endswith(b"\n"):
         remaining = deadline - time.monotonic()
-        readable, _, _ = select.select([fd], [], [], max(remaining, 0))
-        assert readable, f"no complete line within {timeout} s (got {data!r})"
+        ready = readable([fd], max(remaining, 0))
+        assert ready, f"no complete line within {timeout} s (got {data!r})"
         chunk = os.read(fd, 1)
         assert chunk, f"end of file before a complete line (got {data!r})"
         data += chunk

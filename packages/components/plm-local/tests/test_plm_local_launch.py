@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 
@@ -14,6 +13,7 @@ import pytest
 from ompy.mca.plm.local import LocalPlmComponent
 from ompy.mca.plm.local.launcher import LocalPlmModule
 from ompy.opal.mca.params import Registry
+from ompy.opal.readiness import readable
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.job import Node
 from ompy.orte.mca.plm.base import select_plm
@@ -124,7 +124,7 @@ def test_the_exit_fd_becomes_readable_only_when_the_rank_exits(spawner):
         assert read_line(read_end) == "up\n"
         fd = rank.exit_fd()
         assert fd is not None
-        assert select.select([fd], [], [], 0.2)[0] == []
+        assert readable([fd], 0.2) == []
         assert rank.poll() is None
         rank.signal(signal.SIGTERM)
         assert wait_exit(rank) == -signal.SIGTERM

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import select
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 from ompy.mca.plm.ssh.component import SshPlmComponent
 from ompy.mca.plm.ssh.launcher import SshPlmModule, SshSettings, agent_words
 from ompy.opal.mca.params import Registry
+from ompy.opal.readiness import readable
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.job import Node, Placement
 from ompy.orte.mca.plm import Stdio
@@ -86,8 +86,8 @@ def start(plm, rank: int, argv: list[str]):
 
 
 def wait_exit(process, timeout: float = 10) -> int:
-    readable, _, _ = select.select([process.exit_fd()], [], [], timeout)
-    assert readable, "no exit reported"
+    ready = readable([process.exit_fd()], timeout)
+    assert ready, "no exit reported"
     status = process.poll()
     assert status is not None
     return status

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import socket
 import sys
 from typing import Any
+
+from ompy.opal.readiness import readable
 
 #: How long a connect back to the doctor may take (seconds).
 CONNECT_TIMEOUT = 10.0
@@ -95,7 +96,7 @@ def serve(request: dict[str, Any]) -> None:
     print(json.dumps({"interfaces": card}), flush=True)
     stdin = sys.stdin.fileno()
     while True:
-        ready, _, _ = select.select([stdin, *listeners], [], [])
+        ready = readable([stdin, *listeners], None)
         if stdin in ready and not os.read(stdin, 4096):
             break
         for sock in listeners:
