@@ -79,7 +79,7 @@ DYING_SENDER = textwrap.dedent(
     context = PmlContext(procs[rank], procs, btl_context, Registry(environ=environ, files=[]))
     pml = opened.select_one(context)[1].module
     modex.fence()
-    pml.add_procs(procs)
+    pml.add_procs(procs, range(2))
     comm = Comm()
     comm.rank = rank
     pml.add_comm(comm)
