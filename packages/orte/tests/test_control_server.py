@@ -282,9 +282,14 @@ def test_finalize_is_reported_and_the_close_that_follows_is_not_a_loss(job_of):
 def test_abort_and_exception_reach_the_launcher(job_of):
     job = job_of(2)
     first, second = job.connect(0), job.connect(1)
-    first.request("exception", traceback="Traceback ...\nZeroDivisionError: division by zero")
+    first.request(
+        "exception",
+        traceback="Traceback ...\nZeroDivisionError: division by zero",
+        consequential=False,
+    )
     event = job.next_event(RankException)
     assert event.rank == 0 and "ZeroDivisionError" in event.traceback
+    assert not event.consequential
     second.request("abort", code=7, message="giving up")
     assert job.next_event(RankAborted) == RankAborted(1, 7, "giving up")
 
@@ -294,7 +299,11 @@ def test_abort_and_exception_reach_the_launcher(job_of):
     [
         ("abort", {"code": 3, "message": "bye"}, RankAborted),
         ("finalize", {}, RankFinalized),
-        ("exception", {"traceback": "Traceback ...\nValueError"}, RankException),
+        (
+            "exception",
+            {"traceback": "Traceback ...\nValueError", "consequential": True},
+            RankException,
+        ),
     ],
 )
 def test_the_launcher_hears_of_a_life_cycle_request_before_the_rank_has_its_reply(

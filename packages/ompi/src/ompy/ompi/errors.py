@@ -10,6 +10,8 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Final
 
+from ompy.orte.consequence import Consequential
+
 from .accessors import GetProperty
 
 if TYPE_CHECKING:
@@ -319,6 +321,14 @@ class Exception(builtins.RuntimeError):
     error_code = GetProperty(Get_error_code, "Error code.")
     error_class = GetProperty(Get_error_class, "Error class.")
     error_string = GetProperty(Get_error_string, "Error string.")
+
+
+class PeerFailedError(Exception, Consequential):
+    """The MPI error of a member whose call failed because another member failed first.
+
+    It is an ``MPI.Exception`` like any other; being :class:`Consequential` lets the launcher
+    report the member that failed first when both errors end the job.
+    """
 
 
 #: Every ``ERR_*`` name with its value, for ``from ompy import MPI`` to re-export.

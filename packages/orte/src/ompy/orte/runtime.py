@@ -63,6 +63,7 @@ from typing import Any, NoReturn
 import msgpack
 
 from ompy.opal import output, proctitle
+from ompy.orte.consequence import Consequential
 from ompy.orte.control import ControlClient, ControlError, ModexStore, protocol
 from ompy.orte.control.client import DEFAULT_CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ompy.orte.control.environment import SECRET
@@ -348,16 +349,22 @@ class Runtime:
         """
         self._unfinished = reason
 
-    def report_exception(self, tb_text: str) -> bool:
+    def report_exception(self, tb_text: str, *, consequential: bool = False) -> bool:
         """Send a traceback to the launcher, which prints it with this rank's number.
 
+        ``consequential``: the exception was raised because another rank failed first.
         Returns whether the launcher has it; a singleton, or a rank that lost its launcher,
         must print the traceback itself.
         """
         self._failed = True
         if self._client is None or self._finalized:
             return False
-        self._client.request(protocol.EXCEPTION, timeout=LIFECYCLE_TIMEOUT, traceback=str(tb_text))
+        self._client.request(
+            protocol.EXCEPTION,
+            timeout=LIFECYCLE_TIMEOUT,
+            traceback=str(tb_text),
+            consequential=consequential,
+        )
         return True
 
     # -- hooks -------------------------------------------------------------------------------
@@ -376,7 +383,7 @@ class Runtime:
         else:
             text = "".join(traceback.format_exception(kind, value, tb))
         try:
-            delivered = self.report_exception(text)
+            delivered = self.report_exception(text, consequential=isinstance(value, Consequential))
         except Exception:  # reporting must never hide the original error
             delivered = False
         if not delivered:

@@ -39,10 +39,15 @@ class RankAborted:
 
 @attrs.frozen
 class RankException:
-    """A rank reported an uncaught Python exception (the traceback as text)."""
+    """A rank reported an uncaught Python exception (the traceback as text).
+
+    ``consequential``: the exception says it was raised because another rank failed first
+    (:class:`ompy.orte.consequence.Consequential`).
+    """
 
     rank: int
     traceback: str
+    consequential: bool = False
 
 
 @attrs.frozen

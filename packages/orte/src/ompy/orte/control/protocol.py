@@ -78,7 +78,7 @@ _CHECKS: dict[str, dict[str, Callable[[Any], bool]]] = {
     FINALIZE: {"id": _int},
     FINALIZING: {"id": _int},
     LEAVING: {"id": _int, "code": lambda value: value is None or _int(value), "how": _is(str)},
-    EXCEPTION: {"id": _int, "traceback": _is(str)},
+    EXCEPTION: {"id": _int, "traceback": _is(str), "consequential": _is(bool)},
     STACKS_REPLY: {"ref": _int, "text": _is(str)},
     OPEN_PORT: {"id": _int},
     CLOSE_PORT: {"id": _int, "port": _is(str)},

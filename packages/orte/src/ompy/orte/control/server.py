@@ -589,7 +589,7 @@ class ControlServer:
 
     def _on_exception(self, conn: _Connection, message: dict[str, Any]) -> None:
         # Before the reply, as for abort.
-        self._emit(events.RankException(conn.rank, message["traceback"]))
+        self._emit(events.RankException(conn.rank, message["traceback"], message["consequential"]))
         self._reply(conn, message["id"])
 
     def _mark_gone(self, rank: int, why: str) -> None:

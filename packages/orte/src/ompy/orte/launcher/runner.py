@@ -128,6 +128,8 @@ class JobRunner:
         self._by_exit_fd: dict[int, _Rank] = {}
         self._finalized: set[int] = set()
         self._tracebacks: dict[int, str] = {}
+        #: Ranks whose exception says another rank failed first (judged after the others).
+        self._consequential: set[int] = set()
         #: Ranks whose judgement waits for earlier exception reports, in arrival order.
         self._raised_deadlines: dict[int, float] = {}
         self._queued_exits: dict[int, RankExited] = {}
@@ -370,7 +372,9 @@ class JobRunner:
         An exception is often the consequence of another rank's failure (a fence that can
         never complete because a rank left).  So it is judged once its rank has exited and
         no rank that announced finalize is still on its way out (its exit code may be the
-        cause), or after :data:`RAISED_GRACE` seconds whatever happens.
+        cause), or after :data:`RAISED_GRACE` seconds whatever happens.  An exception that
+        says it is a consequence waits out its grace whatever happens, after the others: the
+        rank that failed first reports within it.
         """
         from ompy.orte.mca.errmgr import RankRaised
 
@@ -383,9 +387,11 @@ class JobRunner:
         leaving = any(r.rank in self._finalized for r in self._running())
         # In the order the reports arrived: the first exception is usually the cause of the
         # others (their fences failed because its rank left), so it is judged first.
-        for rank, deadline in list(self._raised_deadlines.items()):
+        consequential = self._consequential
+        pending = sorted(self._raised_deadlines.items(), key=lambda item: item[0] in consequential)
+        for rank, deadline in pending:
             exited = self._ranks[rank].returncode is not None
-            if not (now >= deadline or (exited and not leaving)):
+            if not (now >= deadline or (exited and not leaving and rank not in consequential)):
                 return
             del self._raised_deadlines[rank]
             exit_event = self._queued_exits.pop(rank, None)
@@ -415,6 +421,8 @@ class JobRunner:
                 self._finalized.add(event.rank)
             elif isinstance(event, events.RankException):
                 self._tracebacks[event.rank] = event.traceback
+                if event.consequential:
+                    self._consequential.add(event.rank)
                 record = self._ranks.get(event.rank)
                 if record is not None and record.returncode is None:
                     self._raised_deadlines[event.rank] = time.monotonic() + RAISED_GRACE

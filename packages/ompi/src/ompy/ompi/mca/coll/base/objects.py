@@ -38,7 +38,7 @@ import attrs
 
 from ompy.opal.codec import STREAM_OOB_THRESHOLD, Encoded, frame
 
-from ....errors import ERR_OTHER
+from ....errors import ERR_OTHER, PeerFailedError
 from ....errors import Exception as MPIException
 from ...pml.base.objects import (
     ObjectRecv,
@@ -261,8 +261,8 @@ class Outcome:
         return values
 
 
-def _peer_failed(call: str, failure: Failure) -> MPIException:
-    return MPIException(
+def _peer_failed(call: str, failure: Failure) -> PeerFailedError:
+    return PeerFailedError(
         ERR_OTHER,
         f"{call}: rank {failure.rank} failed in this collective ({failure.reason}); "
         "its part was not computed",
