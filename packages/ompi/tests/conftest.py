@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from ompy.ompi.api import init
-from ompy.ompi.api.testing import make_world
-from ompy.ompi.instance import Instance, adopt
+from ompy.ompi.api.testing import interpreter_world, no_default_instance
 
 
 @pytest.fixture(scope="module")
@@ -18,16 +17,18 @@ def interpreter_mpi() -> Iterator[None]:
 
     Other tests of this suite finalize or forget the interpreter's MPI (MPI cannot be
     initialized twice), so when it is not usable a one-rank loopback world is installed in its
-    place for the test, and forgotten afterwards.
+    place for the test, and the interpreter's MPI is put back afterwards.
     """
     if init.Is_initialized() and not init.Is_finalized():
         yield
         return
-    instance: Instance = make_world(1)[0]._c.instance
-    instance.cids.clear()
-    adopt(instance)
-    init._install(instance)
-    try:
+    with interpreter_world():
         yield
-    finally:
-        init._uninstall()
+
+
+@pytest.fixture
+def no_mpi() -> Iterator[None]:
+    """MPI not initialized in this interpreter during the test (whatever earlier tests did),
+    and as it was afterwards."""
+    with no_default_instance():
+        yield

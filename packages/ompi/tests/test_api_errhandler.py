@@ -12,9 +12,15 @@ import pytest
 
 from ompy.ompi.api import rc
 from ompy.ompi.api.session import session_on
-from ompy.ompi.api.testing import AbortedError, default_instance, make_world, run_ranks
+from ompy.ompi.api.testing import (
+    AbortedError,
+    default_instance,
+    make_world,
+    no_default_instance,
+    run_ranks,
+)
 from ompy.ompi.handle import FIRST_USER_HANDLE
-from ompy.ompi.instance import adopt
+from ompy.ompi.instance import adopted
 
 rc.initialize = False  # these tests use loopback instances, not a launched process
 from ompy import MPI  # noqa: E402
@@ -78,7 +84,7 @@ def test_handlers_can_be_made_before_mpi_is_initialized():
     # MPI lets a program make a session's handler first, to pass it to Session.Init.
     handler = MPI.Session.Create_errhandler(lambda session, code: None)
     assert handler and handler != MPI.ERRORS_RETURN and MPI.Errhandler(handler) == handler
-    with pytest.raises(MPI.Exception, match="not initialized"):
+    with no_default_instance(), pytest.raises(MPI.Exception, match="not initialized"):
         handler.toint()  # integer handles come from an instance's table
     with default_instance():
         index = handler.toint()
@@ -258,21 +264,21 @@ def test_generalized_request_errors_go_to_comm_selfs_handler(recorder, capsys):
         with pytest.raises(MPI.Exception, match="already complete"):
             greq.Complete()
     assert calls == []
-    adopt(world._c.instance)
     self_comm = world.Dup()  # stands in for COMM_SELF on this one-rank world's instance
+    interpreters_self = MPI.COMM_SELF._c
     MPI.COMM_SELF._c = self_comm._c
     kept.append(MPI.COMM_SELF)
     try:
-        MPI.COMM_SELF.Set_errhandler(user)
-        greq = MPI.Grequest.Start(failing_query)
-        greq.Complete()
-        with pytest.raises(MPI.Exception):
-            greq.Wait()
-        with pytest.raises(MPI.Exception):
+        with adopted(world._c.instance):
+            MPI.COMM_SELF.Set_errhandler(user)
+            greq = MPI.Grequest.Start(failing_query)
             greq.Complete()
+            with pytest.raises(MPI.Exception):
+                greq.Wait()
+            with pytest.raises(MPI.Exception):
+                greq.Complete()
     finally:
-        MPI.COMM_SELF._c = None
-        adopt(None)
+        MPI.COMM_SELF._c = interpreters_self
         self_comm.Free()
     assert [(was_equal, code) for _, was_equal, code in calls] == [
         (True, MPI.ERR_OTHER),

@@ -6,8 +6,8 @@ import pickle
 import pytest
 
 from ompy.ompi.api import rc
-from ompy.ompi.api.testing import default_instance, make_world
-from ompy.ompi.instance import adopt
+from ompy.ompi.api.testing import default_instance, make_world, no_default_instance
+from ompy.ompi.instance import adopted
 
 rc.initialize = False  # these tests use loopback instances, not a launched process
 from ompy import MPI  # noqa: E402
@@ -27,9 +27,8 @@ def _error_class(info: pytest.ExceptionInfo) -> int:
 def world():
     """A one-rank loopback world whose instance is the default one."""
     (world,) = make_world(1)
-    adopt(world._c.instance)
-    yield world
-    adopt(None)
+    with adopted(world._c.instance):
+        yield world
 
 
 def test_added_classes_and_codes_follow_lastusedcode(world):
@@ -116,9 +115,10 @@ def test_each_instance_has_its_own_table():
 
 
 def test_without_an_instance_the_calls_say_mpi_is_not_usable():
-    with pytest.raises(MPI.Exception, match=r"MPI\.Add_error_class: MPI is"):
-        MPI.Add_error_class()
-    assert MPI.Get_error_class(MPI.ERR_LASTCODE + 1) == MPI.ERR_UNKNOWN
+    with no_default_instance():
+        with pytest.raises(MPI.Exception, match=r"MPI\.Add_error_class: MPI is"):
+            MPI.Add_error_class()
+        assert MPI.Get_error_class(MPI.ERR_LASTCODE + 1) == MPI.ERR_UNKNOWN
 
 
 # -- MPI.Exception and ints ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ompy.ompi.api.info import Info
 from ompy.ompi.api.request import Request
 from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.constants import CONGRUENT, IDENT
-from ompy.ompi.instance import adopt
+from ompy.ompi.instance import adopted
 
 
 def test_idup_returns_at_once_and_completes_once_every_member_has_called_it():
@@ -64,8 +64,7 @@ def test_several_idups_in_flight_with_blocking_dups_in_between_get_distinct_ids(
 
 def test_idup_copies_attributes_through_their_copy_callbacks():
     (comm,) = make_world(1)
-    adopt(comm._c.instance)  # keyvals live on the process's instance
-    try:
+    with adopted(comm._c.instance):  # keyvals live on the process's instance
         keyval = comm.Create_keyval(copy_fn=lambda parent, key, value: value + 1)
         comm.Set_attr(keyval, 41)
         new, request = comm.Idup()
@@ -74,8 +73,6 @@ def test_idup_copies_attributes_through_their_copy_callbacks():
         new.Free()
         comm.Delete_attr(keyval)
         comm.Free_keyval(keyval)
-    finally:
-        adopt(None)
 
 
 def test_idup_takes_the_hints_of_info_or_the_parents_and_its_error_handler():

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from ompy.ompi import errors
-from ompy.ompi.api import init, rc
-from ompy.ompi.api.testing import make_world
-from ompy.ompi.instance import Instance, adopt
+from ompy.ompi.api import rc
+from ompy.ompi.api.testing import interpreter_world
 
 rc.initialize = False  # these tests install a loopback process instead of a launched one
 from ompy import MPI  # noqa: E402
@@ -19,12 +18,8 @@ from ompy import MPI  # noqa: E402
 @pytest.fixture
 def loopback():
     """A one-rank loopback world installed as this interpreter's MPI process."""
-    instance: Instance = make_world(1)[0]._c.instance
-    instance.cids.clear()
-    adopt(instance)
-    init._install(instance)
-    yield instance
-    init._uninstall()
+    with interpreter_world() as instance:
+        yield instance
 
 
 def test_mpi4py_names_are_there():
@@ -155,7 +150,7 @@ def test_finalize_ends_mpi_for_good(loopback):
         MPI.Init_thread()
 
 
-def test_init_thread_refuses_a_bad_level():
+def test_init_thread_refuses_a_bad_level(no_mpi):
     with pytest.raises(MPI.Exception) as info:
         MPI.Init_thread(7)
     assert info.value.Get_error_class() == MPI.ERR_ARG

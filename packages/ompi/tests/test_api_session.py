@@ -14,7 +14,14 @@ from ompy.ompi import boot
 from ompy.ompi import instance as instances
 from ompy.ompi.api import rc
 from ompy.ompi.api.session import SESSION_NULL, session_on
-from ompy.ompi.api.testing import Fabric, LoopbackPml, LoopbackProc, make_world, run_ranks
+from ompy.ompi.api.testing import (
+    Fabric,
+    LoopbackPml,
+    LoopbackProc,
+    make_world,
+    no_default_instance,
+    run_ranks,
+)
 from ompy.ompi.constants import THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE, UNDEFINED
 from ompy.ompi.group import Group
 from ompy.opal.progress import ProgressEngine
@@ -183,11 +190,8 @@ def runtime(monkeypatch):
 
     monkeypatch.setattr(boot, "start", start)
     monkeypatch.setattr(boot, "stop", stop)
-    assert instances.default() is None
-    yield calls
-    for handle in (MPI.COMM_WORLD, MPI.COMM_SELF):
-        handle._c = None
-    instances.adopt(None)
+    with no_default_instance():
+        yield calls
 
 
 def test_a_session_before_init_starts_the_instance_and_the_last_holder_stops_it(runtime):
@@ -246,7 +250,7 @@ def test_sessions_one_after_the_other_each_start_and_stop_the_instance(runtime):
     assert instances.world_state().holders == 0
 
 
-def test_a_failed_start_holds_nothing(monkeypatch):
+def test_a_failed_start_holds_nothing(monkeypatch, no_mpi):
     def start(level):
         raise MPI.Exception(MPI.ERR_OTHER, "no run-time here")
 

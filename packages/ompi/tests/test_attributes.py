@@ -5,9 +5,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ompy.ompi import errors
-from ompy.ompi.api import init, rc
+from ompy.ompi.api import rc
 from ompy.ompi.api.comm import Comm, Intracomm
-from ompy.ompi.api.testing import default_instance, make_world, run_ranks
+from ompy.ompi.api.testing import (
+    default_instance,
+    interpreter_world,
+    make_world,
+    no_default_instance,
+    run_ranks,
+)
 from ompy.ompi.attributes import FIRST_USER_KEYVAL
 from ompy.ompi.constants import (
     ANY_SOURCE,
@@ -23,7 +29,7 @@ from ompy.ompi.constants import (
     WTIME_IS_GLOBAL,
 )
 from ompy.ompi.datatype import BY_KEY, Datatype
-from ompy.ompi.instance import adopt
+from ompy.ompi.instance import adopted
 
 rc.initialize = False  # these tests build loopback processes instead of a launched one
 from ompy import MPI  # noqa: E402
@@ -42,11 +48,8 @@ def world():
     """A one-rank loopback world whose instance is the interpreter's default (keyvals live
     on the process's instance)."""
     (world,) = make_world(1)
-    adopt(world._c.instance)
-    try:
+    with adopted(world._c.instance):
         yield world
-    finally:
-        adopt(None)
 
 
 @pytest.fixture
@@ -113,7 +116,7 @@ def test_without_an_instance_only_the_predefined_keyvals_exist():
     (world,) = make_world(1)
     assert world.Get_attr(TAG_UB) == TAG_UB_VALUE
     assert error_class(world.Get_attr, 999) == errors.ERR_KEYVAL
-    with pytest.raises(errors.Exception, match="not initialized"):
+    with no_default_instance(), pytest.raises(errors.Exception, match="not initialized"):
         Comm.Create_keyval()
 
 
@@ -348,11 +351,7 @@ def test_a_failing_delete_callback_is_reported_but_free_and_overwrite_go_on(comm
 
 
 def test_finalize_deletes_self_attributes_first_then_world_while_both_work():
-    instance = make_world(1)[0]._c.instance
-    instance.cids.clear()
-    adopt(instance)
-    init._install(instance)
-    try:
+    with interpreter_world():
         order = []
 
         def delete_fn(obj, keyval, value):
@@ -365,14 +364,11 @@ def test_finalize_deletes_self_attributes_first_then_world_while_both_work():
         MPI.COMM_SELF.Set_attr(second, "self, set last")
         MPI.Finalize()
         assert order == [("self, set last", 1, 1), ("self, set first", 1, 1), ("world", 1, 1)]
-    finally:
-        init._uninstall()
 
 
 def test_dup_copies_attributes_on_every_rank():
     worlds = make_world(3)
-    adopt(worlds[0]._c.instance)  # the process's instance holds the keyvals
-    try:
+    with adopted(worlds[0]._c.instance):  # the process's instance holds the keyvals
         copies = []
         keyval = Comm.Create_keyval(
             copy_fn=lambda o, k, v: (v[0], v[1] + 1),
@@ -395,8 +391,6 @@ def test_dup_copies_attributes_on_every_rank():
             (rank, generation) for rank in range(3) for generation in range(3)
         )
         Comm.Free_keyval(keyval)
-    finally:
-        adopt(None)
 
 
 # -- datatypes -------------------------------------------------------------------------------------

@@ -7,12 +7,11 @@ tests tell which one by attaching buffers too small for the message where it mus
 import numpy as np
 import pytest
 
-from ompy.ompi.api import init, rc
+from ompy.ompi.api import rc
 from ompy.ompi.api.bsend import BsendPool, buffer_pool
 from ompy.ompi.api.session import session_on
-from ompy.ompi.api.testing import make_world
+from ompy.ompi.api.testing import interpreter_world, make_world, no_default_instance
 from ompy.ompi.datatype.buffer import parse_buffer
-from ompy.ompi.instance import adopt
 
 rc.initialize = False  # these tests install a loopback process instead of a launched one
 from ompy import MPI  # noqa: E402
@@ -25,13 +24,8 @@ TOO_SMALL = 8
 @pytest.fixture
 def world():
     """A one-rank loopback world installed as this interpreter's MPI process."""
-    (comm,) = make_world(1)
-    instance = comm._c.instance
-    instance.cids.clear()
-    adopt(instance)
-    init._install(instance)
-    yield MPI.COMM_WORLD
-    init._uninstall()
+    with interpreter_world():
+        yield MPI.COMM_WORLD
 
 
 def _bsend_and_receive(comm: MPI.Comm, tag: int = 5) -> None:
@@ -175,10 +169,11 @@ def test_buffer_calls_need_a_live_owner(world):
 
 
 def test_the_module_flush_needs_mpi():
-    with pytest.raises(MPI.Exception, match="not initialized"):
-        MPI.Flush_buffer()
-    with pytest.raises(MPI.Exception, match="not initialized"):
-        MPI.Iflush_buffer()
+    with no_default_instance():
+        with pytest.raises(MPI.Exception, match="not initialized"):
+            MPI.Flush_buffer()
+        with pytest.raises(MPI.Exception, match="not initialized"):
+            MPI.Iflush_buffer()
 
 
 def test_a_session_flush_request_waits_on_its_own_instance_without_the_world_model():

@@ -5,10 +5,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ompy.ompi import errors
-from ompy.ompi.api.testing import make_world
+from ompy.ompi.api.testing import make_world, no_default_instance
 from ompy.ompi.constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from ompy.ompi.group import GROUP_EMPTY, GROUP_NULL, Group
-from ompy.ompi.instance import adopt
+from ompy.ompi.instance import adopted
 
 WORLD = ("p0", "p1", "p2", "p3", "p4", "p5")
 
@@ -106,13 +106,10 @@ def test_translate_ranks():
 def test_translate_ranks_defaults_to_the_world_group():
     instance = make_world(6)[2]._c.instance
     sub = instance.world_group.Incl([4, 0])
-    with pytest.raises(errors.Exception, match="pass the target group"):
+    with no_default_instance(), pytest.raises(errors.Exception, match="pass the target group"):
         sub.Translate_ranks([0])
-    adopt(instance)  # the default instance's world group: world ranks 0-5
-    try:
+    with adopted(instance):  # the default instance's world group: world ranks 0-5
         assert sub.Translate_ranks() == [4, 0]
-    finally:
-        adopt(None)
 
 
 def test_compare():

@@ -13,7 +13,7 @@ from ompy.ompi import constants
 from ompy.ompi.api import rc
 from ompy.ompi.api.testing import default_instance, make_world
 from ompy.ompi.handle import FIRST_USER_HANDLE, Handle
-from ompy.ompi.instance import adopt
+from ompy.ompi.instance import adopted
 
 rc.initialize = False  # these tests build loopback processes instead of a launched one
 from ompy import MPI  # noqa: E402
@@ -41,11 +41,8 @@ PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
 @pytest.fixture
 def world():
     (world,) = make_world(1)
-    adopt(world._c.instance)
-    try:
+    with adopted(world._c.instance):
         yield world
-    finally:
-        adopt(None)
 
 
 def test_every_predefined_object_is_registered_under_its_mpi_name():

@@ -12,10 +12,10 @@ import pytest
 from stevedore import ExtensionManager
 
 from ompy.ompi import errors
-from ompy.ompi.api.testing import make_world
+from ompy.ompi.api.testing import make_world, no_default_instance
 from ompy.ompi.datatype import predefined as types
 from ompy.ompi.errors import Exception as MPIException
-from ompy.ompi.instance import adopt
+from ompy.ompi.instance import adopted
 from ompy.ompi.mca.op import INTERFACE_VERSION, Intrinsic, OpComponent, OpModule, framework
 from ompy.ompi.mca.op.base import OpSelection
 from ompy.ompi.op import BAND, PROD, REPLACE, SUM, Op
@@ -242,8 +242,7 @@ def test_two_selections_in_one_interpreter_are_independent(installed):
 
 def test_reduce_local_with_a_predefined_operation_runs_the_selected_kernel(installed):
     (world,) = make_world(1, registry=Registry(environ={"OMPY_MCA_op": "fast,slow"}, files=[]))
-    adopt(world._c.instance)  # Reduce_local runs on the default instance's op framework
-    try:
+    with adopted(world._c.instance):  # Reduce_local runs on the default instance's op framework
         inout = np.array([10.0, 20.0, 30.0])
         SUM.Reduce_local(np.array([1.0, 2.0, 3.0]), inout)
         assert inout.tolist() == [11.0, 22.0, 33.0]
@@ -253,12 +252,13 @@ def test_reduce_local_with_a_predefined_operation_runs_the_selected_kernel(insta
         SUM.Reduce_local(np.zeros(0, "i"), empty)
         assert empty.size == 0
         assert world._c.instance.op.kernel(SUM, types.DOUBLE).origin == "fast"
-    finally:
-        adopt(None)
 
 
 def test_reduce_local_needs_mpi():
-    with pytest.raises(MPIException, match=r"Op\.Reduce_local: MPI is not initialized"):
+    with (
+        no_default_instance(),
+        pytest.raises(MPIException, match=r"Op\.Reduce_local: MPI is not initialized"),
+    ):
         SUM.Reduce_local(np.zeros(1), np.zeros(1))
 
 

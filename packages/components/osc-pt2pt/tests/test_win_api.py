@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ompy import MPI
-from ompy.ompi.api.testing import make_world, run_ranks
+from ompy.ompi.api.testing import default_instance, make_world, run_ranks
 
 
 def on_ranks(size, body):
@@ -94,7 +94,8 @@ def test_info_names_handles_and_user_attributes():
         win.Free()
         MPI.Win.Free_keyval(keyval)
 
-    on_ranks(2, body)
+    with default_instance():  # keyvals live in the default instance, as MPI's are global
+        on_ranks(2, body)
     assert sorted(deleted) == [0, 1]
 
 

@@ -17,8 +17,9 @@ pointer and the world model's lifecycle flags are the only module-level state.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -285,3 +286,31 @@ def adopt(instance: Instance | None) -> None:
         _default.holders = 1 if instance is not None else 0
         if instance is None:
             _default.world_initialized = _default.world_finalized = False
+
+
+@contextlib.contextmanager
+def adopted(instance: Instance | None) -> Iterator[Instance | None]:
+    """``instance`` as the default (None: no default, MPI not initialized) while the block
+    runs, then the default as it was.
+
+    Restoring (rather than forgetting) keeps this interpreter's own MPI usable by the tests
+    that run after a block that borrowed the default.
+    """
+    with _default.lock:
+        saved = (
+            _default.instance,
+            _default.holders,
+            _default.world_initialized,
+            _default.world_finalized,
+        )
+        adopt(instance)
+    try:
+        yield instance
+    finally:
+        with _default.lock:
+            (
+                _default.instance,
+                _default.holders,
+                _default.world_initialized,
+                _default.world_finalized,
+            ) = saved

@@ -20,8 +20,10 @@ ends the job too (Open MPI's rule: every rank that initialized must finalize).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import sys
 import threading
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -34,7 +36,7 @@ from ..constants import (
 )
 from ..errors import ERR_ARG, ERR_OTHER
 from ..errors import Exception as MPIException
-from ..instance import Instance, acquire, adopt, current, release, world_state
+from ..instance import Instance, acquire, adopt, adopted, current, release, world_state
 from ..threads import provide
 from . import rcoptions
 from .attributes import delete_attributes, install_predefined
@@ -182,6 +184,22 @@ def _uninstall() -> None:
             handle._c.destroy()
         handle._c = None
     adopt(None)
+
+
+@contextlib.contextmanager
+def _installed(instance: Instance) -> Iterator[Instance]:
+    """``instance`` as this interpreter's MPI process while the block runs (tests of the
+    loopback world), then the interpreter's MPI as it was."""
+    saved = COMM_WORLD._c, COMM_SELF._c
+    with adopted(instance):
+        _install(instance)
+        try:
+            yield instance
+        finally:
+            for handle, was in zip((COMM_WORLD, COMM_SELF), saved, strict=True):
+                if handle._c is not None and handle._c is not was:
+                    handle._c.destroy()
+                handle._c = was
 
 
 # -- queries -------------------------------------------------------------------------------------

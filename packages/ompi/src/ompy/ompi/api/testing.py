@@ -31,11 +31,12 @@ from ..constants import ANY_SOURCE, ANY_TAG, TAG_UB_VALUE
 from ..datatype.buffer import BufferSpec
 from ..errors import ERR_TRUNCATE
 from ..errors import Exception as MPIException
-from ..instance import Instance, adopt
+from ..instance import Instance, adopted
 from ..mca.pml.interface import PmlComm, PmlMessage, PmlModule, SendMode
 from .attributes import install_predefined
-from .comm import Intracomm
+from .comm import COMM_SELF, COMM_WORLD, Intracomm
 from .communicator import Communicator
+from .init import _installed
 
 
 @attrs.define(eq=False)
@@ -368,8 +369,30 @@ def default_instance(registry: Registry | None = None) -> Iterator[Instance]:
     """
     (world,) = make_world(1, registry=registry)
     instance = world._live("testing.default_instance").instance
-    adopt(instance)
-    try:
+    with adopted(instance):
         yield instance
+
+
+@contextlib.contextmanager
+def interpreter_world(registry: Registry | None = None) -> Iterator[Instance]:
+    """A one-rank loopback world installed as this interpreter's MPI process
+    (``MPI.COMM_WORLD``, ``MPI.COMM_SELF``, ``MPI.Finalize``) while the block runs, then the
+    interpreter's MPI as it was."""
+    (world,) = make_world(1, registry=registry)
+    instance = world._live("testing.interpreter_world").instance
+    instance.cids.clear()  # the predefined communicators take context ids 0 and 1
+    with _installed(instance):
+        yield instance
+
+
+@contextlib.contextmanager
+def no_default_instance() -> Iterator[None]:
+    """No default instance (MPI not initialized) while the block runs, then this
+    interpreter's MPI as it was."""
+    saved = COMM_WORLD._c, COMM_SELF._c
+    COMM_WORLD._c = COMM_SELF._c = None
+    try:
+        with adopted(None):
+            yield
     finally:
-        adopt(None)
+        COMM_WORLD._c, COMM_SELF._c = saved
