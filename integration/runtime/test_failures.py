@@ -55,6 +55,17 @@ def test_uncaught_exception_is_reported_with_its_traceback(ompy):
     assert "[rank 2] ValueError: deliberate failure in rank 2" in result.stderr
 
 
+def test_the_report_names_the_rank_that_failed_first_not_its_peers_that_failed_because_of_it(
+    ompy,
+):
+    result = ompy.run(["-n", "3", "-q", str(PROGRAMS / "fail_in_collective.py")])
+    assert result.returncode == 1, result.stderr
+    (report,) = [line for line in result.stderr.splitlines() if line.startswith("ompy run:")]
+    assert "rank 1 of 3" in report and "raised an uncaught exception" in report, report
+    assert "[rank 1] TypeError: this object refuses to be pickled" in result.stderr
+    assert "failed in this collective" not in result.stderr, "a peer's error was reported"
+
+
 def test_ranks_that_ignore_sigterm_are_killed_after_the_abort_timeout(ompy):
     started = time.monotonic()
     result = ompy.run(
