@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,7 +86,12 @@ def test_counter_refuses_a_root_outside_the_communicator():
         with pytest.raises(MPI.Exception) as caught:
             Counter(comm=comm, root=2)
         assert caught.value.Get_error_class() == MPI.ERR_ROOT
-        assert "root 2" in str(caught.value)
+        assert "root 2 is not a rank of the communicator (size 2)" in str(caught.value)
+        with pytest.raises(TypeError):
+            Counter(comm=comm, root="0")
+        counter = Counter(comm=comm, root=np.int64(1))  # any integer
+        assert counter.next() in (0, 1)
+        counter.free()
 
     on_ranks(2, body)
 

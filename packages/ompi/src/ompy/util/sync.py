@@ -29,6 +29,7 @@ The objects, all collective to create and to free over an intracommunicator:
 from __future__ import annotations
 
 import array
+import operator
 import time
 from collections.abc import Callable, Sequence
 from typing import Literal, Self, TypeVar, cast
@@ -184,9 +185,10 @@ class Counter:
         root: int = 0,
     ) -> None:
         size = comm.Get_size()
-        if not isinstance(root, int) or not 0 <= root < size:
+        root = operator.index(root)
+        if not 0 <= root < size:
             raise MPI.Exception(
-                ERR_ROOT, f"Counter: root {root!r} is not a rank of the communicator ({size})"
+                ERR_ROOT, f"Counter: root {root} is not a rank of the communicator (size {size})"
             )
         self._typechar = MPI.Datatype.fromcode(typecode).typechar
         cells = [start] if comm.Get_rank() == root else []
