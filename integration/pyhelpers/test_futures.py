@@ -5,7 +5,10 @@
 - ``programs/futures_shared.py`` under ``python -m ompy.futures``: the job's other ranks serve
   every executor of the program, without spawning;
 - a program that fails under ``python -m ompy.futures`` ends the whole job with its traceback
-  (the serving ranks do not wait for it).
+  (the serving ranks do not wait for it);
+- ``programs/futures_spawn.py``: ``MPIPoolExecutor`` spawning its workers from a one-rank job
+  (10,000 small calls, 4 x 32 MiB results, lambdas, a task's exception, shutdown, no orphans);
+  a program that never shuts its executor down still ends with its workers.
 """
 
 from __future__ import annotations
@@ -34,6 +37,18 @@ COMM_CHECKS = [
     "subcomm",
 ]
 SHARED_CHECKS = ["argv", "map", "two_executors", "workers", "lambda", "arrays"]
+SPAWN_CHECKS = [
+    "workers",
+    "map10k",
+    "map10k_unordered",
+    "map10k_chunks",
+    "arrays",
+    "lambda",
+    "local_function",
+    "error",
+    "shutdown",
+    "no_orphans",
+]
 
 
 def checks(stdout: str) -> dict[str, bool]:
@@ -98,3 +113,31 @@ def test_bad_command_line_is_refused_on_every_rank(ompy):
     )
     assert result.returncode == 1
     assert "path does not exist: /no/such/file.py" in result.stderr
+
+
+#: Processes of different jobs (the program and its spawned workers) always talk over tcp; the
+#: workers among themselves use sm in the first selection.
+@pytest.mark.parametrize("btl", ["self,sm,tcp", "self,tcp"])
+def test_pool_executor_with_spawned_workers(ompy, btl):
+    args = ["-n", "1", "--host", "localhost:5", "--mca", "btl", btl, "--timeout", "400"]
+    result = ompy.run([*args, sys.executable, str(PROGRAMS / "futures_spawn.py")], timeout=450)
+    assert result.returncode == 0, result.stderr
+    assert checks(result.stdout) == dict.fromkeys(SPAWN_CHECKS, True), result.stdout
+
+
+def test_executor_left_open_ends_with_the_program(ompy, tmp_path):
+    """A program that never shuts its executor down: the workers are told to leave when it
+    exits, the job ends, and (the fixture checks) no worker process is left behind."""
+    program = tmp_path / "open.py"
+    program.write_text(
+        "import os\n"
+        "from ompy.futures import MPIPoolExecutor\n"
+        "if __name__ == '__main__':\n"
+        "    executor = MPIPoolExecutor(max_workers=2)\n"
+        "    pids = set(executor.map(lambda _: os.getpid(), range(20)))\n"
+        "    print(len(pids) >= 1 and os.getpid() not in pids, flush=True)\n"
+    )
+    args = ["-n", "1", "--host", "localhost:3", "--timeout", "200"]
+    result = ompy.run([*args, sys.executable, str(program)], timeout=250)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"

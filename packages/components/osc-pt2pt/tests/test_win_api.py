@@ -126,6 +126,30 @@ def test_calls_on_a_freed_window_raise_err_win():
     on_ranks(1, body)
 
 
+def test_lowercase_free_skips_null_windows_as_mpi4py_does():
+    """``free()`` frees a live window and does nothing to WIN_NULL or a freed one (``Free()``
+    raises there); a window with an epoch open is still refused."""
+
+    def body(comm):
+        MPI.WIN_NULL.free()
+        win = MPI.Win.Allocate(8, comm=comm)
+        win.free()
+        assert not win
+        win.free()
+        with pytest.raises(MPI.Exception) as caught:
+            win.Free()
+        assert caught.value.Get_error_class() == MPI.ERR_WIN
+        busy = MPI.Win.Allocate(8, comm=comm)
+        busy.Lock(0)
+        with pytest.raises(MPI.Exception) as caught:
+            busy.free()
+        assert caught.value.Get_error_class() == MPI.ERR_RMA_SYNC
+        busy.Unlock(0)
+        busy.free()
+
+    on_ranks(1, body)
+
+
 # -- operations -------------------------------------------------------------------------------
 
 

@@ -352,8 +352,6 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
         w.group.Free()
         self._w = None
 
-    free = Free
-
     # -- info, group, names -----------------------------------------------------------------------
 
     def Set_info(self, info: Info) -> None:

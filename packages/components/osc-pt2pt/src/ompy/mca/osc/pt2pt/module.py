@@ -473,6 +473,12 @@ class Pt2ptOscModule(OscModule):
     def flush_all(self) -> None:
         self._wait(lambda: not any(self._in_flight.values()))
 
+    def sync(self) -> None:
+        """``Win.Sync``: one progress pass.  Other processes' operations on this window are
+        applied only when a pass serves them, so a process polling its own window memory (a
+        lock's spin in ``ompy.util.sync``) must give the engine a turn to ever see them."""
+        self._engine.progress()
+
 
 _LOCK_SHARED = 3 - LOCK_EXCLUSIVE  # LOCK_SHARED (2): the other lock type
 
