@@ -48,6 +48,8 @@ from .report import Reporter
 from .session import Session, new_jobid, sweep_stale
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ompy.orte.mca.errmgr import ErrmgrModule, RankEvent, RankExited
     from ompy.orte.mca.iof import IofModule
     from ompy.orte.mca.plm import PlmModule, RankProcess
@@ -257,12 +259,18 @@ class JobRunner:
         from ompy.orte.mca.plm import SpawnRequest
 
         ranks = [rank for rank, _placement, _env in starts]
-        requests = [
-            SpawnRequest(placement, argv, env, cwd, self._iof.stdio_for(rank))
-            for rank, placement, env in starts
-        ]
+        prepared: list[int] = []  # ranks whose stdio exists, in order
+
+        def requests() -> Iterator[SpawnRequest]:
+            # Made as the plm takes them: a plm that starts ranks one by one holds the
+            # pipes of one rank not yet started at a time, not those of the whole job.
+            for rank, placement, env in starts:
+                stdio = self._iof.stdio_for(rank)
+                prepared.append(rank)
+                yield SpawnRequest(placement, argv, env, cwd, stdio)
+
         started = 0
-        processes = self.plm.spawn_all(requests)
+        processes = self.plm.spawn_all(requests())
         try:
             for process in processes:
                 self._register(ranks[started], process)
@@ -273,7 +281,7 @@ class JobRunner:
                         break  # interrupted while starting: do not start more
         finally:
             processes.close()
-            for rank in ranks[started:]:
+            for rank in prepared[started:]:
                 self._iof.abandon(rank)
 
     def _register(self, rank: int, process: Any) -> None:

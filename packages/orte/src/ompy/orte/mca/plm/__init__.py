@@ -10,7 +10,7 @@ per node (:mod:`ompy.orte.daemon`), which forks that node's ranks.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -147,8 +147,11 @@ class PlmModule(abc.ABC):
     ) -> RankProcess:
         """Start one rank; raises ``LaunchError`` when the program cannot be started."""
 
-    def spawn_all(self, requests: Sequence[SpawnRequest]) -> Iterator[RankProcess]:
+    def spawn_all(self, requests: Iterable[SpawnRequest]) -> Iterator[RankProcess]:
         """Start the ranks of ``requests``, yielding their handles in the same order.
+
+        ``requests`` is consumed as the module goes (each rank's stdio is made when its
+        request is taken), so a module that starts ranks one by one takes one at a time.
 
         The launcher consumes the ranks one by one and may stop between two (a signal while
         starting): a module must not leave a rank running that it has not yielded once the

@@ -41,7 +41,7 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -227,11 +227,12 @@ class DaemonPlmModule(PlmModule):
         )
         return self._started(daemon, remote, stdio)
 
-    def spawn_all(self, requests: Sequence[SpawnRequest]) -> Iterator[RankProcess]:
+    def spawn_all(self, requests: Iterable[SpawnRequest]) -> Iterator[RankProcess]:
         """One ``launch`` message per daemon with all of its ranks, sent as soon as it has
         reported in; then the answers, in the order of ``requests`` (ranks of the
         launcher's own node, when it has no daemon, are forked meanwhile).  Ranks sent but
         not yielded when the launcher stops (a failure before them, a signal) are killed."""
+        requests = list(requests)  # every rank's request (and stdio) before the first message
         batches: dict[tuple[str, tuple[str, ...], Path], list[SpawnRequest]] = {}
         for request in requests:
             name = request.placement.node.name
