@@ -5,15 +5,17 @@ ranks), the launcher on the first node serving that node itself, daemons started
 tree of fan-out ``k`` (``plm_ssh_tree_fanout``):
 
     D(n)  = tree depth: the least D with k + k^2 + ... + k^D >= n - 1  (0 for one node)
-    T(n)  = L + max(D(n) (s + d) + w + p c, N c) + i + 2 n m + N x + e
+    T(n)  = L + D(n) (s + d) + w + p c + i + 3 n m + 2 N x + e
 
 with ``L`` the launcher's start until its first remote shell, ``s`` one remote-shell login,
 ``d`` a daemon's interpreter and imports until it connects back, ``w`` a fork server's
-imports (overlapping everything before it), ``c`` one rank's spawn round trip (the launcher
-spawns ranks one after another), ``i`` a rank's MPI initialization after its fork, ``m`` the
-launcher's cost of one control message (two fences: initialization and finalization, one
-message per node each thanks to the daemons' relays), ``x`` the launcher's cost of one rank's
-exit report and ``e`` the teardown.  One node is plm ``local`` (no daemons, no ssh): there
+imports (overlapping everything before it), ``c`` one rank's start on its node (the launcher
+sends each daemon one ``launch`` message with all of its node's ranks, so the nodes start
+theirs at the same time), ``i`` a rank's MPI initialization after its fork, ``m`` the
+launcher's cost of one control message (a launch message per node, and two fences:
+initialization and finalization, one message per node each thanks to the daemons' relays),
+``x`` the launcher's cost of one rank's report (started, exited) and ``e`` the teardown.
+One node is plm ``local`` (no daemons, no ssh): there
 ``T(1) = max(L1, w) + p c + i + e`` (the fork server starts with the launcher).
 
 CPU: when all hosts share a few cores (the namespace hosts of the benchmark) the wall time
@@ -52,7 +54,7 @@ class Parameters:
     login: float  # s: one remote-shell login, remote shell start-up files included
     daemon: float  # d: a daemon's interpreter and imports until it connects back
     fork_server: float  # w: a fork server's imports (preload)
-    spawn: float  # c: one rank's spawn round trip, launcher -> daemon -> fork -> answer
+    spawn: float  # c: one rank's start on its node: daemon -> fork server -> answer
     init: float  # i: a rank's MPI initialization after its fork, fence included
     message: float  # m: the launcher's cost of one control message
     exit_report: float  # x: the launcher's cost of one rank's exit
@@ -77,9 +79,8 @@ def launch_time(nodes: int, per_node: int, fanout: int, p: Parameters) -> float:
         ready = max(p.launcher_local, p.fork_server)
         return ready + per_node * p.spawn + p.init + p.teardown
     ready = depth(nodes, fanout) * (p.login + p.daemon) + p.fork_server + per_node * p.spawn
-    spawning = ranks * p.spawn
-    control = 2 * nodes * p.message + ranks * p.exit_report
-    return p.launcher + max(ready, spawning) + p.init + control + p.teardown
+    control = 3 * nodes * p.message + 2 * ranks * p.exit_report
+    return p.launcher + ready + p.init + control + p.teardown
 
 
 def cpu_time(nodes: int, per_node: int, p: Parameters) -> float:

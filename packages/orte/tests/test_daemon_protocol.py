@@ -79,6 +79,40 @@ def test_messages_are_checked_by_direction_and_field():
         protocol.check({"op": "output", "rank": 0, "data": b""}, protocol.FROM_DAEMON)
 
 
+def test_a_launch_message_carries_every_rank_and_is_checked_item_by_item():
+    item = {"rank": 0, "env": {"OMPY_RANK": "0"}, "unset": [], "stdin": True}
+    launch = {"op": "launch", "argv": ["a"], "env": {"A": "b"}, "cwd": "/", "ranks": [item]}
+    assert protocol.check(launch, protocol.FROM_LAUNCHER) == "launch"
+    assert protocol.check({**launch, "ranks": []}, protocol.FROM_LAUNCHER) == "launch"
+    with pytest.raises(DaemonProtocolError, match="unexpected daemon message 'launch'"):
+        protocol.check(launch, protocol.FROM_DAEMON)
+    bad_items = [
+        {**item, "rank": True},
+        {**item, "env": {"A": 1}},
+        {**item, "unset": "A"},
+        {**item, "stdin": 1},
+        {k: v for k, v in item.items() if k != "unset"},
+        {**item, "extra": 1},
+        "rank 0",
+    ]
+    for bad in bad_items:
+        with pytest.raises(DaemonProtocolError, match="bad 'ranks'"):
+            protocol.check({**launch, "ranks": [item, bad]}, protocol.FROM_LAUNCHER)
+
+
+_names = st.text("ABCDEFGHIJ_", min_size=1, max_size=3)
+_envs = st.dictionaries(_names, st.text(max_size=4), max_size=8)
+
+
+@given(common=_envs, env=_envs)
+def test_a_rank_environment_is_rebuilt_exactly_from_its_difference_to_the_common_one(common, env):
+    item = protocol.env_difference(common, env)
+    assert protocol.rank_env(common, item) == env
+    assert set(item["env"]) <= set(env)  # only what the rank adds or changes travels
+    assert all(common.get(name) != value for name, value in item["env"].items())
+    assert set(item["unset"]) == set(common) - set(env)
+
+
 def test_the_remote_command_quotes_every_word_and_holds_no_secret():
     argv = agent.daemon_argv(INFO, "h3")
     assert argv == ["ssh", "-F", "/etc/cfg with space", "h3", "/opt/python3 -m ompy.orte.daemon"]

@@ -8,6 +8,7 @@ errors are tested here without root or sshd (the multi-host tests are in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -16,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from ompy.mca.plm.ssh.component import SshPlmComponent
@@ -24,7 +26,7 @@ from ompy.opal.mca.params import Registry
 from ompy.opal.readiness import readable
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.job import Node, Placement
-from ompy.orte.mca.plm import Stdio
+from ompy.orte.mca.plm import SpawnRequest, Stdio
 
 pytestmark = pytest.mark.timeout(60)
 MARKER = "OMPY_PLM_SSH_TEST"
@@ -49,27 +51,37 @@ def marked(token: str) -> list[int]:
 PROGRAM = [sys.executable, "-c", "import os; print(os.getppid())"]
 
 
-@pytest.fixture
-def plm(tmp_path, request):
-    """A prepared module with a daemon for this host; afterwards nothing of it may remain."""
+@contextlib.contextmanager
+def prepared(tmp_path: Path, program: list[str], common: dict[str, str] | None = None):
+    """A module with a daemon for this host, prepared for ``program`` with the ranks' common
+    environment (the launcher's, plus ``common``); afterwards nothing of it may remain."""
     token = secrets.token_hex(4)
-    env = {**os.environ, MARKER: token, "TMPDIR": str(tmp_path)}
+    env = {**os.environ, MARKER: token, "TMPDIR": str(tmp_path), **(common or {})}
     os.environ[MARKER] = token  # the daemon inherits the launcher's environment
     module = SshPlmModule(
         SshSettings(("ssh",), sys.executable, "", 20.0, "plm_ssh_connect_timeout", fanout=4)
     )
     module.check_nodes([LOCAL])
     module.forward_environment({})
-    module.prepare(getattr(request, "param", []), env, Path.cwd())  # the cwd of start()
+    module.prepare(program, env, Path.cwd())  # the cwd of start()
     module.env = env  # type: ignore[attr-defined]
-    yield module
-    module.finish()
-    del os.environ[MARKER]
+    try:
+        yield module
+    finally:
+        module.finish()
+        del os.environ[MARKER]
     deadline = time.monotonic() + 10
     while marked(token) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not marked(token), "processes of the test survived it"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("ompy-daemon-")]
+
+
+@pytest.fixture
+def plm(tmp_path, request):
+    """A prepared module with a daemon for this host; afterwards nothing of it may remain."""
+    with prepared(tmp_path, getattr(request, "param", [])) as module:
+        yield module
 
 
 def start(plm, rank: int, argv: list[str]):
@@ -294,3 +306,139 @@ def test_own_host_ranks_that_do_not_fit_the_server_are_executed_with_their_statu
     with pytest.raises(LaunchError, match="cannot start rank 1 on localhost") as caught:
         start(own_plm, 1, ["/no/such/program"])
     assert caught.value.exit_code == 127
+
+
+# -- a job's ranks at once (spawn_all: one launch message per daemon) -------------------------
+
+RANK_VARIABLE = "OMPY_PLM_SSH_TEST_RANK"
+
+
+def requests_for(plm, programs: list[list[str]], token: str, drop: str = ""):
+    """A request per program (rank = index), each with its own variable and without ``drop``;
+    the write ends of their pipes, to close once the ranks started, and the read ends."""
+    requests, ends, reads = [], [], []
+    for rank, argv in enumerate(programs):
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        env = {k: v for k, v in plm.env.items() if k != drop}
+        env[RANK_VARIABLE] = f"{token}-{rank}"
+        stdio = Stdio(subprocess.DEVNULL, out_w, err_w)
+        placement = Placement(rank, LOCAL, 0, rank, len(programs), False)
+        requests.append(SpawnRequest(placement, argv, env, Path.cwd(), stdio))
+        ends += [out_w, err_w]
+        reads.append((out_r, err_r))
+    return requests, ends, reads
+
+
+def rank_alive(token: str, rank: int) -> bool:
+    needle = f"{RANK_VARIABLE}={token}-{rank}".encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+            except OSError:
+                continue
+            if needle in environ.split(b"\0"):
+                return True
+    return False
+
+
+def wait_killed(plm, token: str, ranks: list[int]) -> None:
+    """Wait until the daemon has answered for ``ranks`` (started) and they are gone."""
+    daemon = plm._by_name["localhost"]
+    deadline = time.monotonic() + 10
+    while not all(r in daemon.answers for r in ranks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(daemon.answers[r].pid for r in ranks), "the daemon did not start them"
+    while any(rank_alive(token, r) for r in ranks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(rank_alive(token, r) for r in ranks), "a rank not handed over survived"
+
+
+def sent_ops(plm) -> list[str]:
+    """Record the op of every message the daemon server is asked to send from now on."""
+    server = plm._server
+    ops: list[str] = []
+    send = server.send
+
+    def recording(daemon, message):
+        ops.append(message["op"])
+        send(daemon, message)
+
+    server.send = recording
+    return ops
+
+
+def test_a_nodes_ranks_go_in_one_launch_each_with_its_own_environment(tmp_path):
+    show = "import os; print(os.environ['OMPY_PLM_SSH_TEST_RANK'], os.environ.get('ONLY_COMMON'))"
+    program = [sys.executable, "-c", show]
+    with prepared(tmp_path, program, {"ONLY_COMMON": "shared"}) as plm:
+        ops = sent_ops(plm)
+        token = secrets.token_hex(4)
+        # rank 1 lacks a variable of the common environment: it must not get it
+        requests, ends, reads = requests_for(plm, [program] * 3, token)
+        requests[1] = attrs.evolve(
+            requests[1], env={k: v for k, v in requests[1].env.items() if k != "ONLY_COMMON"}
+        )
+        processes = list(plm.spawn_all(requests))
+        for fd in ends:
+            os.close(fd)
+        assert ops.count("launch") == 1 and "spawn" not in ops
+        assert [p.rank for p in processes] == [0, 1, 2]
+        assert all(wait_exit(p) == 0 for p in processes)
+        outputs = [read_all(out).decode().split() for out, _err in reads]
+        assert outputs == [
+            [f"{token}-0", "shared"],
+            [f"{token}-1", "None"],
+            [f"{token}-2", "shared"],
+        ]
+        for _out, err in reads:
+            assert read_all(err) == b""
+        for process in processes:
+            process.release()
+
+
+def test_a_rank_that_cannot_start_ends_the_batch_and_kills_the_ranks_sent_after_it(tmp_path):
+    sleeper = ["sleep", "30"]
+    with prepared(tmp_path, sleeper) as plm:
+        token = secrets.token_hex(4)
+        programs = [sleeper, ["/no/such/prog"], sleeper, sleeper]
+        requests, ends, reads = requests_for(plm, programs, token)
+        processes = plm.spawn_all(requests)
+        first = next(processes)
+        with pytest.raises(
+            LaunchError, match=r"cannot start rank 1 on .*'/no/such/prog'"
+        ) as caught:
+            next(processes)
+        assert caught.value.exit_code == 127
+        for fd in ends:
+            os.close(fd)
+        wait_killed(plm, token, [2, 3])
+        assert rank_alive(token, 0), "the rank handed to the launcher is the launcher's to end"
+        first.signal(signal.SIGKILL)
+        assert wait_exit(first) == -signal.SIGKILL
+        first.release()
+        for out, err in reads:
+            read_all(out), read_all(err)
+
+
+def test_ranks_sent_but_not_taken_when_the_launcher_stops_are_killed(tmp_path):
+    """A signal to ``ompy run`` while it starts ranks: it closes the generator."""
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    with prepared(tmp_path, sleeper) as plm:
+        ops = sent_ops(plm)
+        token = secrets.token_hex(4)
+        requests, ends, reads = requests_for(plm, [sleeper] * 3, token)
+        processes = plm.spawn_all(requests)
+        first = next(processes)
+        processes.close()
+        for fd in ends:
+            os.close(fd)
+        assert ops.count("launch") == 1  # all three were sent before the first was taken
+        wait_killed(plm, token, [1, 2])
+        assert rank_alive(token, 0)
+        first.signal(signal.SIGKILL)
+        assert wait_exit(first) == -signal.SIGKILL
+        first.release()
+        for out, err in reads:
+            read_all(out), read_all(err)

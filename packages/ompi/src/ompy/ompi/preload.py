@@ -3,10 +3,16 @@
 A fork server runs it once (see :mod:`ompy.orte.launcher.preload` for the contract) and forks
 every rank from the result, so ``-n 8`` pays for these imports once instead of eight times.
 It imports the MPI API without initializing MPI, and the components of every framework a rank
-opens (opal's and ompi's; the run-time layer preloads its own), which also fills stevedore's
-entry-point cache, and lets each component prepare what forked ranks inherit
-(:meth:`~ompy.opal.mca.component.Component.preload`).  Nothing is opened, selected or
-registered with the run-time: that depends on the rank's parameters and identity.
+opens in initialization or at its first reduction (the run-time layer preloads its own),
+which also fills stevedore's entry-point cache, and lets each component prepare what forked
+ranks inherit (:meth:`~ompy.opal.mca.component.Component.preload`).  Nothing is opened,
+selected or registered with the run-time: that depends on the rank's parameters and identity.
+
+The preload is on the critical path of every Python job (the ranks are forked when it is
+done), so frameworks that a rank opens only when a program asks for them (osc at the first
+window, topo at the first reordered topology) are left out: a program that uses them imports
+their components after its fork, the others never.  ``tests/test_preload.py`` checks that what
+a rank imports to initialize, meet in a barrier and reduce is all preloaded.
 """
 
 from __future__ import annotations
@@ -14,9 +20,24 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-#: Layers whose frameworks ranks open in MPI initialization.
-RANK_LAYERS = ("opal", "ompi")
+if TYPE_CHECKING:
+    from ompy.opal.mca import Framework
+
+
+def rank_frameworks() -> list[Framework[Any]]:
+    """The frameworks a rank opens in MPI initialization (shmem, btl, pml, bml, coll for the
+    world) or at its first reduction (op): those whose components the preload imports."""
+    from ompy.opal.mca.btl import framework as btl
+    from ompy.opal.mca.shmem import framework as shmem
+
+    from .mca.bml import framework as bml
+    from .mca.coll import framework as coll
+    from .mca.op import framework as op
+    from .mca.pml import framework as pml
+
+    return [shmem, btl, pml, bml, coll, op]
 
 
 def preload() -> None:
@@ -48,13 +69,11 @@ def _import_mpi_api() -> None:
 
 
 def _import_components() -> None:
-    from ompy.opal.mca.discovery import installed_frameworks, list_candidates, load_components
+    from ompy.opal.mca.discovery import list_candidates, load_components
 
-    # A framework whose description cannot be loaded is each rank's to report (ompy info
-    # shows it too); here it is simply not preloaded.
-    for framework in installed_frameworks(failures=[]):
-        if framework.layer not in RANK_LAYERS:
-            continue
+    # A component that cannot be loaded is each rank's to report (ompy info shows it too);
+    # here it is simply not preloaded.
+    for framework in rank_frameworks():
         candidates, _failures = list_candidates(framework.group)
         components, _failures = load_components(framework, candidates)
         for component in components:

@@ -270,10 +270,25 @@ class Daemon:
         env.update(message["env"])
         self._starter.warm(message["argv"], env, message["cwd"])
 
+    def _do_launch(self, message: dict[str, Any]) -> None:
+        """Start every rank of the message, in order (each answered as a ``spawn`` is)."""
+        argv, cwd, common = message["argv"], message["cwd"], message["env"]
+        for item in message["ranks"]:
+            sent = protocol.rank_env(common, item)
+            self._start_rank(item["rank"], argv, sent, cwd, item["stdin"])
+
     def _do_spawn(self, message: dict[str, Any]) -> None:
-        rank, argv, cwd = message["rank"], message["argv"], message["cwd"]
+        self._start_rank(
+            message["rank"], message["argv"], message["env"], message["cwd"], message["stdin"]
+        )
+
+    def _start_rank(
+        self, rank: int, argv: list[str], sent: dict[str, str], cwd: str, stdin: bool
+    ) -> None:
+        """Start ``rank`` with the variables the launcher ``sent`` over this daemon's own
+        environment; answer ``started`` or ``failed``."""
         env = dict(os.environ)
-        env.update(message["env"])
+        env.update(sent)
         self._jobid = self._jobid or env.get("OMPY_JOBID")
         if "OMPY_SERVER" in env:  # the ranks reach the launcher's control server through us
             try:
@@ -284,10 +299,10 @@ class Daemon:
                 return
             env["OMPY_SERVER"] = "{}:{}".format(*relay.address)
         if "OMPY_SESSION_DIR" in env:
-            env["OMPY_SESSION_DIR"] = str(self._session_dir(message["env"]))
+            env["OMPY_SESSION_DIR"] = str(self._session_dir(sent))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        in_r, in_w = os.pipe() if message["stdin"] else (subprocess.DEVNULL, None)
+        in_r, in_w = os.pipe() if stdin else (subprocess.DEVNULL, None)
         try:
             process = self._starter.start(rank, argv, env, cwd, Stdio(in_r, out_w, err_w))
         except SpawnError as error:

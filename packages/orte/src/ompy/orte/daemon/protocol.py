@@ -12,6 +12,9 @@ direction   op                    fields
 d -> l      hello                 node, host (its host name), pid, via (whom ssh came from)
 l -> d      warm                  argv, env, cwd (what the node's ranks will run: the daemon
                                   starts its fork server now, while other nodes are served)
+l -> d      launch                argv, env, cwd, ranks (every rank of the node at once: a
+                                  list of maps rank, env (its variables beyond the common
+                                  env), unset (common variables it lacks), stdin (bool))
 l -> d      spawn                 rank, argv, env, cwd, stdin (bool: forward stdin to it)
 d -> l      started               rank, pid
 d -> l      failed                rank, message, code (the rank could not be started)
@@ -22,12 +25,16 @@ l -> d      stdin                 rank, data (bytes; empty: end of file)
 l -> d      signal                rank, signum (to the rank's process group)
 l -> d      exit                  - (kill what is left, remove the session directory, exit)
 ==========  ====================  ===========================================================
+
+A job's ranks are sent with one ``launch`` per daemon, so starting them costs one round trip
+per node, not one per rank; ``spawn`` starts one rank (the ranks of ``MPI_Comm_spawn``).  The
+daemon answers each rank of either with ``started`` or ``failed``, in the order sent.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -37,7 +44,7 @@ ROLE_DAEMON = "daemon"
 HELLO, SPAWN, STARTED, FAILED = "hello", "spawn", "started", "failed"
 OUTPUT, EXITED, LOST_CHILD = "output", "exited", "lost_child"
 STDIN, SIGNAL, EXIT = "stdin", "signal", "exit"
-WARM = "warm"
+WARM, LAUNCH = "warm", "launch"
 
 
 #: A silent peer is probed after this many seconds, then every ``KEEPALIVE_INTERVAL`` seconds,
@@ -76,9 +83,23 @@ def _is(kind: type) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, kind)
 
 
+def _launch_ranks(value: Any) -> bool:
+    """A ``launch`` message's ``ranks``: one map per rank, each well formed."""
+    return isinstance(value, list) and all(
+        isinstance(item, dict)
+        and set(item) == {"rank", "env", "unset", "stdin"}
+        and _int(item["rank"])
+        and _str_map(item["env"])
+        and _str_list(item["unset"])
+        and isinstance(item["stdin"], bool)
+        for item in value
+    )
+
+
 _FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     HELLO: {"node": _int, "host": _is(str), "pid": _int, "via": _is(str)},
     WARM: {"argv": _str_list, "env": _str_map, "cwd": _is(str)},
+    LAUNCH: {"argv": _str_list, "env": _str_map, "cwd": _is(str), "ranks": _launch_ranks},
     SPAWN: {"rank": _int, "argv": _str_list, "env": _str_map, "cwd": _is(str), "stdin": _is(bool)},
     STARTED: {"rank": _int, "pid": _int},
     FAILED: {"rank": _int, "message": _is(str), "code": _int},
@@ -91,7 +112,24 @@ _FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
 }
 #: What each side may receive.
 FROM_DAEMON = frozenset({HELLO, STARTED, FAILED, OUTPUT, EXITED, LOST_CHILD})
-FROM_LAUNCHER = frozenset({WARM, SPAWN, STDIN, SIGNAL, EXIT})
+FROM_LAUNCHER = frozenset({WARM, LAUNCH, SPAWN, STDIN, SIGNAL, EXIT})
+
+
+def env_difference(common: Mapping[str, str], env: Mapping[str, str]) -> dict[str, Any]:
+    """What a ``launch`` message says of one rank's ``env`` beyond the ``common`` one it
+    carries once: the variables ``env`` adds or changes, and those it lacks."""
+    return {
+        "env": {name: value for name, value in env.items() if common.get(name) != value},
+        "unset": [name for name in common if name not in env],
+    }
+
+
+def rank_env(common: Mapping[str, str], item: Mapping[str, Any]) -> dict[str, str]:
+    """A rank's environment from a ``launch`` message: the inverse of :func:`env_difference`."""
+    unset = set(item["unset"])
+    env = {name: value for name, value in common.items() if name not in unset}
+    env.update(item["env"])
+    return env
 
 
 def check(message: dict[str, Any], allowed: frozenset[str]) -> str:

@@ -48,6 +48,7 @@ def preload() -> None:
     import encodings.idna  # noqa: F401 - socket encodes the launcher's host name with it
 
     import ompy.orte.control.client
+    import ompy.orte.layer  # the runtime's init registers the layer's parameters
     import ompy.orte.runtime  # noqa: F401
     from ompy.opal.mca.discovery import list_candidates, load_components
     from ompy.orte.mca.ess import framework as ess

@@ -48,6 +48,8 @@ from .report import Reporter
 from .session import Session, new_jobid, sweep_stale
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ompy.orte.mca.errmgr import ErrmgrModule, RankEvent, RankExited
     from ompy.orte.mca.iof import IofModule
     from ompy.orte.mca.plm import PlmModule, RankProcess
@@ -207,10 +209,11 @@ class JobRunner:
         rank_nodes = [placement.node_id for placement in placements]
         node_names = {placement.node_id: placement.node.name for placement in placements}
         names = [node_names[node] for node in range(len(node_names))]
+        self._handle_signals()
+        if self._ending is not None:
+            return  # interrupted before the first rank
+        starts: list[tuple[int, Any, dict[str, str]]] = []
         for placement in self.plan.job_map.placements:
-            self._handle_signals()
-            if self._ending is not None:
-                return  # interrupted while starting: do not start more
             env = dict(base)
             env.update(
                 environment_for_rank(
@@ -230,13 +233,12 @@ class JobRunner:
                     universe_size=max(self.plan.allocation.total_slots, self.size),
                 )
             )
-            try:
-                self.start_rank(
-                    placement.rank, placement, self.plan.app.argv, env, self.plan.app.cwd
-                )
-            except LaunchError as error:
-                self.launch_failed(error)
-                return
+            starts.append((placement.rank, placement, env))
+        try:
+            self.start_ranks(starts, self.plan.app.argv, self.plan.app.cwd)
+        except LaunchError as error:
+            self.launch_failed(error)
+            return
         self.reporter.note(f"started {len(self._ranks)} ranks")
 
     def start_rank(
@@ -244,12 +246,45 @@ class JobRunner:
     ) -> None:
         """Start one process, known to the runner as ``rank`` (its universe rank: a spawned
         job's ranks follow the first job's); ``LaunchError`` if it cannot start."""
-        stdio = self._iof.stdio_for(rank)
+        self.start_ranks([(rank, placement, env)], argv, cwd)
+
+    def start_ranks(
+        self, starts: list[tuple[int, Any, dict[str, str]]], argv: Any, cwd: Any
+    ) -> None:
+        """Start ``(rank, placement, env)`` processes in order, all running ``argv`` in
+        ``cwd``, through the plm's :meth:`~ompy.orte.mca.plm.PlmModule.spawn_all` (one
+        message per node daemon, not one round trip per rank).  Stops starting when a signal
+        ends the job meanwhile; ``LaunchError`` for the first that cannot start (those before
+        it run)."""
+        from ompy.orte.mca.plm import SpawnRequest
+
+        ranks = [rank for rank, _placement, _env in starts]
+        prepared: list[int] = []  # ranks whose stdio exists, in order
+
+        def requests() -> Iterator[SpawnRequest]:
+            # Made as the plm takes them: a plm that starts ranks one by one holds the
+            # pipes of one rank not yet started at a time, not those of the whole job.
+            for rank, placement, env in starts:
+                stdio = self._iof.stdio_for(rank)
+                prepared.append(rank)
+                yield SpawnRequest(placement, argv, env, cwd, stdio)
+
+        started = 0
+        processes = self.plm.spawn_all(requests())
         try:
-            process = self.plm.spawn(placement, argv, env, cwd, stdio)
-        except LaunchError:
-            self._iof.abandon(rank)
-            raise
+            for process in processes:
+                self._register(ranks[started], process)
+                started += 1
+                if started < len(ranks):
+                    self._handle_signals()
+                    if self._ending is not None:
+                        break  # interrupted while starting: do not start more
+        finally:
+            processes.close()
+            for rank in prepared[started:]:
+                self._iof.abandon(rank)
+
+    def _register(self, rank: int, process: Any) -> None:
         self._iof.started(rank, self._loop)
         record = _Rank(rank, process.pid, process)
         self._ranks[rank] = record

@@ -20,11 +20,13 @@ whatever children remain and exits.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ompy.opal.eventloop import EventLoop
@@ -195,6 +197,23 @@ def main() -> None:
     serve_on(int(sys.argv[1]))
 
 
+def _preload_frozen(preload: Callable[[], list[str]]) -> list[str]:
+    """Run ``preload`` without the cyclic garbage collector, then freeze what it made.
+
+    Importing a rank's modules allocates some 40,000 long-lived objects and nearly no
+    garbage, yet the collector would pass over the young ones about a hundred times (a few
+    per cent of the preload, which is on every Python job's critical path).  Frozen
+    (``gc.freeze``), those objects are left out of every later collection, in the server and
+    in each forked rank, whose collections then neither scan them nor copy their pages.
+    """
+    gc.disable()
+    try:
+        return preload()
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
 def serve_on(fd: int) -> NoReturn:
     """Preload, say ``ready`` on the launcher's socket ``fd``, serve until it hangs up, exit."""
     connection = socket.socket(fileno=fd)
@@ -203,7 +222,7 @@ def serve_on(fd: int) -> NoReturn:
 
     proctitle.set_title(f"ompy fork server of ompy run {os.getppid()}", name="ompy-forksrv")
 
-    failures = run_preloads()
+    failures = _preload_frozen(run_preloads)
     if failures:
         from ompy.opal import output
 

@@ -10,7 +10,7 @@ per node (:mod:`ompy.orte.daemon`), which forks that node's ranks.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -47,6 +47,18 @@ class StarterFailure:
     #: it was killed by signal 9 (SIGKILL)".
     message: str
     exit_code: int
+
+
+@attrs.frozen
+class SpawnRequest:
+    """One rank to start, with what :meth:`PlmModule.spawn` is given for it."""
+
+    placement: Placement
+    argv: Sequence[str]
+    #: The rank's whole environment (its identity variables included).
+    env: Mapping[str, str]
+    cwd: Path
+    stdio: Stdio
 
 
 class RankProcess(abc.ABC):
@@ -87,7 +99,9 @@ class PlmModule(abc.ABC):
 
     Required: :meth:`check_nodes` and :meth:`spawn`.  Optional, doing nothing by default:
     :meth:`prepare` and :meth:`finish`, which the launcher always calls (``prepare`` before the
-    first ``spawn``, ``finish`` once the job is over, also when it failed to start).
+    first ``spawn``, ``finish`` once the job is over, also when it failed to start).  The
+    launcher starts a job's ranks through :meth:`spawn_all`, which by default calls
+    :meth:`spawn` for each.
     """
 
     @abc.abstractmethod
@@ -132,6 +146,27 @@ class PlmModule(abc.ABC):
         stdio: Stdio,
     ) -> RankProcess:
         """Start one rank; raises ``LaunchError`` when the program cannot be started."""
+
+    def spawn_all(self, requests: Iterable[SpawnRequest]) -> Iterator[RankProcess]:
+        """Start the ranks of ``requests``, yielding their handles in the same order.
+
+        ``requests`` is consumed as the module goes (each rank's stdio is made when its
+        request is taken), so a module that starts ranks one by one takes one at a time.
+
+        The launcher consumes the ranks one by one and may stop between two (a signal while
+        starting): a module must not leave a rank running that it has not yielded once the
+        generator is closed.  A rank that cannot start raises ``LaunchError`` at its turn;
+        those yielded before it run, none after it is yielded.
+
+        The default starts each rank with :meth:`spawn` when the launcher asks for it.  A
+        module whose ranks are started by helpers (node daemons) overrides it to hand every
+        helper all of its ranks at once, so that a launch costs one round trip per helper,
+        not one per rank.
+        """
+        for request in requests:
+            yield self.spawn(
+                request.placement, request.argv, request.env, request.cwd, request.stdio
+            )
 
 
 class PlmComponent(Component[Sequence[Node], PlmModule]):

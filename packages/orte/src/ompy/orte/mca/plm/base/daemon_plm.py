@@ -17,8 +17,13 @@ to start the daemons (:meth:`DaemonPlmModule.start_daemons`: through ssh, as one
 * Each daemon is sent, as soon as it has authenticated, the program its ranks will run
   (``warm``), so that every node's fork server imports in parallel rather than one node
   after another as the ranks are spawned in order.
-* :meth:`~DaemonPlmModule.spawn` waits until the rank's node has reported in, asks its daemon
-  to start the rank and waits for the answer: a started rank
+* :meth:`~DaemonPlmModule.spawn_all` sends each daemon, once it has reported in, one
+  ``launch`` message with all of its node's ranks (their environments as differences to the
+  node's common one), so that starting a job costs one round trip per node rather than one
+  per rank, and the nodes fork their ranks at the same time; then it reads the answers in
+  rank order.  :meth:`~DaemonPlmModule.spawn` (one rank: ``MPI_Comm_spawn``'s) waits until
+  the rank's node has reported in, asks its daemon to start the rank and waits for the
+  answer.  Either answer is a started rank
   (:class:`~.remote.RemoteRank`), or the reason it could not start (program not found: 127,
   ...).  Ranks on other hosts get the ``OMPY_`` variables and what the user forwarded (``-x``,
   ``--mca``); ranks on this host the launcher's whole environment.
@@ -30,24 +35,36 @@ to start the daemons (:meth:`DaemonPlmModule.start_daemons`: through ssh, as one
 from __future__ import annotations
 
 import abc
+import functools
 import os
 import secrets
+import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from ompy.orte.daemon import agent
-from ompy.orte.daemon.protocol import EXIT, SIGNAL, SPAWN, WARM, LaunchInfo, NodeTree
+from ompy.orte.daemon.protocol import (
+    EXIT,
+    LAUNCH,
+    SIGNAL,
+    SPAWN,
+    WARM,
+    LaunchInfo,
+    NodeTree,
+    env_difference,
+)
 from ompy.orte.daemon.ranks import RankStarter, SpawnError
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.forkserver.early import take_early
 from ompy.orte.launcher.forkserver.pycommand import classify
 from ompy.orte.launcher.hosts import is_local_host
 from ompy.orte.launcher.job import Node, Placement
-from ompy.orte.mca.plm import PlmModule, RankProcess, Stdio
+from ompy.orte.mca.plm import PlmModule, RankProcess, SpawnRequest, Stdio
 
 from .daemons import Daemon, DaemonServer, SpawnAnswer
 from .remote import RemoteRank, Sink
@@ -91,6 +108,9 @@ class DaemonPlmModule(PlmModule):
         self._by_name: dict[str, Daemon] = {}
         #: Starts the ranks of the launcher's own host when it has no daemon.
         self._own: RankStarter | None = None
+        #: Per daemon's node: the environment its ranks share, sent once with ``warm`` and
+        #: again with ``launch`` (each rank's own variables travel as a difference to it).
+        self._common_env: dict[int, dict[str, str]] = {}
 
     # -- before launch ------------------------------------------------------------------------
 
@@ -119,10 +139,12 @@ class DaemonPlmModule(PlmModule):
                 self._by_name[node.name] = daemon
         server = DaemonServer(secret, launch_id, self._daemons)
         for daemon in self._by_name.values():
+            common = self._rank_environment(daemon, env)
+            self._common_env[daemon.node] = common
             server.greetings[daemon.node] = {
                 "op": WARM,
                 "argv": list(argv),
-                "env": self._rank_environment(daemon, env),
+                "env": common,
                 "cwd": str(cwd),
             }
         server.start()
@@ -186,18 +208,104 @@ class DaemonPlmModule(PlmModule):
         cwd: Path,
         stdio: Stdio,
     ) -> RankProcess:
-        server = self._server
-        assert server is not None, "prepare() starts the daemons before the first spawn"
         rank = placement.rank
         if self._own is not None and placement.node.name not in self._by_name:
-            try:
-                return self._own.start(rank, argv, env, str(cwd), stdio)
-            except SpawnError as error:
-                raise LaunchError(str(error), error.code) from None
+            return self._start_own(rank, argv, env, cwd, stdio)
         daemon = self._by_name[placement.node.name]
         self._wait_connected(daemon, rank)
-        rank_env = self._rank_environment(daemon, env)
-        forward_stdin = stdio.stdin is None
+        remote = self._expect(daemon, rank, stdio)
+        self._send_server(
+            daemon,
+            {
+                "op": SPAWN,
+                "rank": rank,
+                "argv": list(argv),
+                "env": self._rank_environment(daemon, env),
+                "cwd": str(cwd),
+                "stdin": stdio.stdin is None,
+            },
+        )
+        return self._started(daemon, remote, stdio)
+
+    def spawn_all(self, requests: Iterable[SpawnRequest]) -> Iterator[RankProcess]:
+        """One ``launch`` message per daemon with all of its ranks, sent as soon as it has
+        reported in; then the answers, in the order of ``requests`` (ranks of the
+        launcher's own node, when it has no daemon, are forked meanwhile).  Ranks sent but
+        not yielded when the launcher stops (a failure before them, a signal) are killed."""
+        requests = list(requests)  # every rank's request (and stdio) before the first message
+        batches: dict[tuple[str, tuple[str, ...], Path], list[SpawnRequest]] = {}
+        for request in requests:
+            name = request.placement.node.name
+            if self._own is None or name in self._by_name:
+                key = (name, tuple(request.argv), request.cwd)  # one program per message
+                batches.setdefault(key, []).append(request)
+        sent: dict[int, tuple[Daemon, RemoteRank]] = {}
+        refused: dict[int, LaunchError] = {}
+        for (name, _argv, _cwd), batch in batches.items():
+            daemon = self._by_name[name]
+            try:
+                self._wait_connected(daemon, batch[0].placement.rank)
+            except LaunchError as error:
+                refused.update((request.placement.rank, error) for request in batch)
+                continue
+            sent.update(self._launch(daemon, batch))
+        try:
+            for request in requests:
+                rank = request.placement.rank
+                if rank in refused:
+                    raise refused[rank]
+                if rank not in sent:
+                    yield self._start_own(
+                        rank, request.argv, request.env, request.cwd, request.stdio
+                    )
+                    continue
+                daemon, remote = sent.pop(rank)
+                yield self._started(daemon, remote, request.stdio)
+        finally:
+            for daemon, remote in sent.values():
+                self._send_server(
+                    daemon, {"op": SIGNAL, "rank": remote.rank, "signum": signal.SIGKILL}
+                )
+                self._call_server(functools.partial(self._forget, daemon, remote))
+
+    def _launch(
+        self, daemon: Daemon, batch: Sequence[SpawnRequest]
+    ) -> dict[int, tuple[Daemon, RemoteRank]]:
+        """Send ``daemon`` the ``launch`` message of ``batch`` (ranks of one program)."""
+        first = batch[0]
+        common = self._common_env.get(daemon.node, {})
+        ranks: list[dict[str, Any]] = []
+        expected: dict[int, tuple[Daemon, RemoteRank]] = {}
+        for request in batch:
+            rank = request.placement.rank
+            expected[rank] = (daemon, self._expect(daemon, rank, request.stdio))
+            item = env_difference(common, self._rank_environment(daemon, request.env))
+            ranks.append({"rank": rank, **item, "stdin": request.stdio.stdin is None})
+        message = {
+            "op": LAUNCH,
+            "argv": list(first.argv),
+            "env": common,
+            "cwd": str(first.cwd),
+            "ranks": ranks,
+        }
+        self._send_server(daemon, message)
+        return expected
+
+    def _start_own(
+        self, rank: int, argv: Sequence[str], env: Mapping[str, str], cwd: Path, stdio: Stdio
+    ) -> RankProcess:
+        """Fork a rank of the launcher's own node (which has no daemon)."""
+        assert self._own is not None
+        try:
+            return self._own.start(rank, argv, env, str(cwd), stdio)
+        except SpawnError as error:
+            raise LaunchError(str(error), error.code) from None
+
+    def _expect(self, daemon: Daemon, rank: int, stdio: Stdio) -> RemoteRank:
+        """The handle of a rank about to be asked of ``daemon``, known to the server before
+        the daemon hears of it: its output and exit may arrive before its answer is read."""
+        server = self._server
+        assert server is not None, "prepare() starts the daemons before the first spawn"
         sinks = {
             fd: Sink(self._sink_fd(target))
             for fd, target in ((1, stdio.stdout), (2, stdio.stderr))
@@ -207,29 +315,29 @@ class DaemonPlmModule(PlmModule):
         def send_signal(signum: int) -> None:
             server.send(daemon, {"op": SIGNAL, "rank": rank, "signum": signum})
 
-        # Known to the server before the daemon hears of it: its output and exit may arrive
-        # before the answer to ``spawn`` is read here.
         remote = RemoteRank(rank, 0, send_signal, sinks)
         server.call(lambda: daemon.ranks.__setitem__(rank, remote))
-        server.send(
-            daemon,
-            {
-                "op": SPAWN,
-                "rank": rank,
-                "argv": list(argv),
-                "env": rank_env,
-                "cwd": str(cwd),
-                "stdin": forward_stdin,
-            },
-        )
-        answer = self._wait_answer(daemon, rank)
-        if answer.pid is None:
-            server.call(lambda: self._forget(daemon, remote))
-            raise LaunchError(answer.message or f"cannot start rank {rank}", answer.code)
-        remote.pid = answer.pid
-        if forward_stdin:
-            server.forward_stdin(remote, daemon)
         return remote
+
+    def _started(self, daemon: Daemon, remote: RemoteRank, stdio: Stdio) -> RemoteRank:
+        """Wait for the daemon's answer about ``remote``: it runs, or ``LaunchError``."""
+        answer = self._wait_answer(daemon, remote.rank)
+        if answer.pid is None:
+            self._call_server(lambda: self._forget(daemon, remote))
+            raise LaunchError(answer.message or f"cannot start rank {remote.rank}", answer.code)
+        remote.pid = answer.pid
+        if stdio.stdin is None:
+            assert self._server is not None
+            self._server.forward_stdin(remote, daemon)
+        return remote
+
+    def _send_server(self, daemon: Daemon, message: dict[str, Any]) -> None:
+        assert self._server is not None
+        self._server.send(daemon, message)
+
+    def _call_server(self, callback: Callable[[], None]) -> None:
+        assert self._server is not None
+        self._server.call(callback)
 
     def _rank_environment(self, daemon: Daemon, env: Mapping[str, str]) -> dict[str, str]:
         """What a rank of ``daemon``'s node is sent of ``env``: all of it on this host; the
