@@ -7,7 +7,8 @@ wildcards posted while fast-path messages arrive, probes before a fast-path rece
 interleaved small and large messages from one sender, truncation, cancellation, threads
 sending concurrently, and a receive blocked for seconds).  Every rank reports the problems it
 found, which must be none, and rank 0 the processor time its blocked receive used.  The same
-suite runs over tcp, where no ring is polled, as the reference for the semantics.
+suite runs over tcp, where no ring is polled, and over sm with ``pml_ob1_fast_path`` off, as
+the reference for the semantics.
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ def reports(result, ranks: int) -> dict[int, dict]:
         (2, SM, ["--inline", "--threads"]),
         (3, SM, ["--inline", "--threads"]),  # oversubscribed on 2 cores: idle polls yield
         (4, SM, ["--inline"]),
+        (2, [*SM, "--mca", "pml_ob1_fast_path", "false"], ["--threads"]),
         (2, TCP, ["--threads"]),
         (3, TCP, []),
     ],
-    ids=["sm-2", "sm-3-oversubscribed", "sm-4", "tcp-2", "tcp-3"],
+    ids=["sm-2", "sm-3-oversubscribed", "sm-4", "sm-2-fast-path-off", "tcp-2", "tcp-3"],
 )
 def test_fast_path_keeps_matching_order_probes_truncation_cancel_and_threads(
     ompy, ranks, transport, options

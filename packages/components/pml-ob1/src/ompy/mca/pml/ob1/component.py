@@ -41,6 +41,15 @@ class Ob1PmlComponent(PmlComponent):
             level=5,
         )
         self.register_param(
+            "fast_path",
+            ParamType.BOOL,
+            True,
+            "Let a blocking receive from one same-node peer poll that peer's ring and match "
+            "inline when only that peer's next message can satisfy it (false: every receive "
+            "takes the general path; see docs/point-to-point.md)",
+            level=6,
+        )
+        self.register_param(
             "fast_spins",
             ParamType.INT,
             100,
@@ -68,6 +77,7 @@ class Ob1PmlComponent(PmlComponent):
             depth=self.param("send_pipeline_depth"),
             use_rdma=self.param("use_rdma"),
             finalize_timeout=self.param("finalize_timeout"),
+            fast_path=self.param("fast_path"),
             fast_spins=self.param("fast_spins"),
             log=self.log,
         )

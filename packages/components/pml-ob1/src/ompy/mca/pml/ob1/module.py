@@ -82,6 +82,7 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
         depth: int = 16,
         use_rdma: bool = True,
         finalize_timeout: float = 30.0,
+        fast_path: bool = True,
         fast_spins: int = 100,
         log: logging.Logger | None = None,
     ) -> None:
@@ -97,7 +98,9 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
         self.depth = depth
         self.use_rdma = use_rdma
         self.finalize_timeout = finalize_timeout
-        #: Empty polls of a fast-path receive before it takes the general path (.fastpath).
+        #: Whether blocking receives may take the fast path (.fastpath), and how many empty
+        #: polls one makes before it takes the general path.
+        self.fast_path = fast_path
         self.fast_spins = fast_spins
         #: The component's logger (``ompy.pml.ob1``): nothing on the message path uses it.
         self.log = log if log is not None else output.get_logger("pml", "ob1")
@@ -185,7 +188,7 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
             self._retain,
             cancel_send=self.cancel_send,
             keys=ranks,
-            rings=[self._peer_ring(self._peers[rank]) for rank in ranks],
+            rings=[self._peer_ring(self._peers[rank]) for rank in ranks] if self.fast_path else (),
         )
         self._comms[ctx] = state
         comm.pml_state = state
