@@ -58,6 +58,7 @@ LOCKED_PML_METHODS: tuple[str, ...] = (
     "del_comm",
     "irecv",
     "irecv_view",
+    "recv_now",
     "iprobe",
     "improbe",
     "imrecv",

@@ -15,7 +15,7 @@ import numpy as np
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import parse_buffer
 from ..datatype.predefined import TYPECHARS
-from ..mca.pml.base.objects import ObjectRecv
+from ..mca.pml.base.objects import ObjectRecv, object_of_stream
 from ..mca.pml.interface import PmlMessage, ProbeStatus, SendMode
 from ..status import Status
 from .checks import dest_rank, recv_tag, send_tag, source_rank
@@ -158,6 +158,12 @@ class PointToPoint:
         if view is None:
             request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
         else:
+            if source >= 0:  # one source: the PML may receive it inline (its fast path)
+                got = pml.recv_now(view, source, tag, c)
+                if got is not None:
+                    if status is not None:
+                        fill_probe(status, source, got[0], got[1])
+                    return
             request = pml.irecv_view(view, source, tag, c)
         if not request.complete:
             c.engine.wait_for(request)
@@ -418,6 +424,12 @@ class PointToPoint:
         if source == PROC_NULL:
             fill_status(status, proc_null_request())
             return None
+        if source >= 0:  # one source: the PML may receive the stream inline (its fast path)
+            got = c.pml.recv_now(None, source, tag, c)
+            if got is not None:
+                if status is not None:
+                    fill_probe(status, source, got[0], got[1])
+                return object_of_stream(c.pml, c, c.instance.codec, c.engine, got[2], source)
         engine = c.engine
         if engine.threaded:  # post_object_recv, inlined: this is the path of every recv
             with engine.lock:

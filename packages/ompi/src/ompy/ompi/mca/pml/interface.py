@@ -205,6 +205,20 @@ class PmlModule(abc.ABC):
         is posted, like any other.
         """
 
+    def recv_now(
+        self, view: memoryview | None, source: int, tag: int, comm: PmlComm
+    ) -> tuple[int, int, memoryview] | None:
+        """A blocking receive from the specific rank ``source``, done inline if it can be.
+
+        ``Recv`` and ``recv`` try it before posting a receive: a PML that can see that only
+        one message can match, and get it without a request or a progress pass (ob1's
+        small-message fast path), receives it into ``view`` (None: a new buffer of the
+        message's size) and returns ``(tag, count, view)``.  None means "not this way":
+        nothing was received or changed, and the caller takes the general path.  The
+        default always answers None, which is always correct.
+        """
+        return None
+
     @abc.abstractmethod
     def iprobe(self, source: int, tag: int, comm: PmlComm) -> ProbeStatus | None:
         """The status of a matching message without receiving it, or None."""

@@ -24,6 +24,7 @@ from .interface import (
     MemHandle,
     ModuleAttributes,
     ModuleDefaults,
+    PeerRing,
     RdmaCompletion,
     RecvCallback,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "MemHandle",
     "ModuleAttributes",
     "ModuleDefaults",
+    "PeerRing",
     "RdmaCompletion",
     "RecvCallback",
     "framework",

@@ -22,7 +22,8 @@ each paired with its own endpoints (:class:`~ompy.ompi.mca.bml.BmlBtl`).
 Required of every module: ``add_procs``, ``del_procs`` and ``send`` (abstract).  Optional, with
 the default in the base class: ``sendi`` (answers "not now"), ``register_mem`` /
 ``deregister_mem`` / ``put`` / ``get`` (raise :class:`BtlUnsupportedError`; a module offering
-them sets ``BtlFlags.PUT``/``GET`` in ``flags``), ``finalize`` (nothing to release), and the
+them sets ``BtlFlags.PUT``/``GET`` in ``flags``), ``peer_ring`` (None: no ring a receiver can
+poll for one peer, see :class:`PeerRing`), ``finalize`` (nothing to release), and the
 descriptor methods ``alloc`` / ``free`` / ``prepare_src`` (from the pools
 :meth:`BtlModule.setup_free_lists` makes).  Of a component: ``progress`` (nothing to poll) and
 ``needs_progress``.
@@ -33,7 +34,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, Protocol, TypeVar
 
 import attrs
 
@@ -265,6 +266,24 @@ _MODULE_PARAMS = (
 EndpointT = TypeVar("EndpointT", bound=Endpoint)
 
 
+class PeerRing(Protocol):
+    """The records one peer sent this process, read in place by a receiver that polls them.
+
+    A blocking receive that only one peer can satisfy (the PML's small-message fast path,
+    docs/point-to-point.md) polls that peer's ring itself instead of running a progress pass
+    over every transport.  ``poll()`` returns the next record, ``(tag, payload)``, without
+    consuming it (None: nothing has arrived); the payload view is valid until ``release()``,
+    which frees the record (call it only after a record was polled, before polling again).
+    A record the poller does not take is left in place: the next progress pass hands it to
+    its registered callback as usual, so nothing is lost or reordered.  Used under the same
+    rules as the rest of the module: one thread at a time (the MPI lock when threaded).
+    """
+
+    def poll(self) -> tuple[int, memoryview] | None: ...
+
+    def release(self) -> None: ...
+
+
 class BtlModule(abc.ABC, Generic[EndpointT]):
     """One instance of a transport over one resource; subclasses implement the data movement.
 
@@ -478,6 +497,14 @@ class BtlModule(abc.ABC, Generic[EndpointT]):
         its memory immediately.  The default always answers False.
         """
         return False
+
+    def peer_ring(self, endpoint: EndpointT) -> PeerRing | None:
+        """The ring ``endpoint``'s process writes this process's records into, for polling.
+
+        None (the default) when the module has no such per-peer ring (tcp's stream, self's
+        direct delivery, sm in its locked protocol): receivers then progress the module.
+        """
+        return None
 
     # -- RDMA -------------------------------------------------------------------------------
 

@@ -61,6 +61,7 @@ from ompy.opal.proc import Proc
 
 from . import layout as L  # noqa: N812 (read as "the layout")
 from .doorbell import Doorbell
+from .peer_ring import SmPeerRing
 from .sysdeps import CmaError, copy
 
 if TYPE_CHECKING:  # the component module imports this one
@@ -208,6 +209,8 @@ class SmBtlModule(BtlModule[SmEndpoint]):
         self._passes = 0
         self._unlinked = False
         self._finalized = False
+        #: The rings handed out by :meth:`peer_ring`, by inbox (closed at finalize).
+        self._peer_rings: dict[int, SmPeerRing] = {}
         #: Sends that found their ring full and were queued (for tests and tuning).
         self.queued_sends = 0
         self._write = self._write_unlocked if lock_free else self._write_locked
@@ -302,6 +305,25 @@ class SmBtlModule(BtlModule[SmEndpoint]):
             if inbox.index == proc.local_rank:
                 inbox.endpoint = endpoint
         return endpoint
+
+    def peer_ring(self, endpoint: SmEndpoint) -> SmPeerRing | None:
+        """The ring ``endpoint``'s process writes into, for a receiver that polls it in place.
+
+        Lock-free protocol only: the locked one reads its counters under a record lock.
+        """
+        if not self.lock_free:
+            return None
+        for inbox in self.inboxes:
+            if inbox.endpoint is endpoint:
+                ring = self._peer_rings.get(inbox.index)
+                if ring is None:
+                    ring = self._peer_rings[inbox.index] = SmPeerRing(self, inbox)
+                return ring
+        return None
+
+    def ring_bell(self, endpoint: SmEndpoint) -> None:
+        """Wake ``endpoint``'s process (it sleeps, or waits for room in a ring)."""
+        self._ring_bell(endpoint.doorbell)
 
     def disable_cma(self) -> None:
         """Stop offering put/get (a peer's memory cannot be read): the PML sends fragments."""
@@ -756,6 +778,9 @@ class SmBtlModule(BtlModule[SmEndpoint]):
         for endpoint in list(self.endpoints.values()):
             self._release(endpoint)
         self.endpoints.clear()
+        for ring in self._peer_rings.values():
+            ring.close()
+        self._peer_rings.clear()
         self.epoll.close()
         self.doorbell.close()
         self.inboxes = []

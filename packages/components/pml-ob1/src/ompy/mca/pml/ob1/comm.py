@@ -1,7 +1,8 @@
 """ob1's per-communicator state (Open MPI's ``mca_pml_ob1_comm_t``).
 
 ``add_comm`` stores one :class:`CommState` in ``comm.pml_state``: the communicator's context
-id and rank, the BML endpoint of each of its ranks (so a send needs one list index), and its
+id and rank, the BML endpoint of each of its ranks (so a send needs one list index), the ring
+a fast-path receive polls for each rank on this node, and its
 :class:`~ompy.mca.pml.ob1.matching.MatchingState`.  The matching state's methods are bound
 once here, for the hot path.
 """
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ompy.ompi.mca.bml import BmlEndpoint
+from ompy.opal.mca.btl import PeerRing
 
 from .matching import MatchingState
 
@@ -28,6 +30,7 @@ class CommState:
         "matching",
         "next_seq",
         "rank",
+        "rings",
         "send_seq",
         "size",
     )
@@ -42,6 +45,7 @@ class CommState:
         *,
         cancel_send: Callable[[Any], None] | None = None,
         keys: Sequence[int] = (),
+        rings: Sequence[PeerRing | None] = (),
     ) -> None:
         self.ctx = ctx
         #: The PML key (world rank or index) of each peer, by rank in the communicator.
@@ -54,6 +58,9 @@ class CommState:
         self.next_seq = self.matching.next_send_sequence
         #: The matching state's per-peer send sequence numbers, for the PML's inlined increment.
         self.send_seq = self.matching.send_sequences
+        #: Per rank, the ring its process writes into that a blocking receive may poll in
+        #: place (the fast path, :mod:`.fastpath`), or None; resolved once, here.
+        self.rings: list[PeerRing | None] = list(rings) if rings else [None] * self.size
         #: The PML's ``cancel_send(request)``, for a send request's ``cancel``.
         self.cancel_send = cancel_send
 

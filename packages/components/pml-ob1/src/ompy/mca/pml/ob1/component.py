@@ -41,6 +41,24 @@ class Ob1PmlComponent(PmlComponent):
             level=5,
         )
         self.register_param(
+            "fast_path",
+            ParamType.BOOL,
+            True,
+            "Let a blocking receive from one same-node peer poll that peer's ring and match "
+            "inline when only that peer's next message can satisfy it (false: every receive "
+            "takes the general path; see docs/point-to-point.md)",
+            level=6,
+        )
+        self.register_param(
+            "fast_spins",
+            ParamType.INT,
+            100,
+            "Empty polls a blocking receive from one same-node peer makes on that peer's ring "
+            "before it takes the general path (0: poll once; see docs/point-to-point.md)",
+            level=6,
+            minimum=0,
+        )
+        self.register_param(
             "finalize_timeout",
             ParamType.FLOAT,
             30.0,
@@ -59,6 +77,8 @@ class Ob1PmlComponent(PmlComponent):
             depth=self.param("send_pipeline_depth"),
             use_rdma=self.param("use_rdma"),
             finalize_timeout=self.param("finalize_timeout"),
+            fast_path=self.param("fast_path"),
+            fast_spins=self.param("fast_spins"),
             log=self.log,
         )
         return Offer(self.priority, module)

@@ -226,6 +226,24 @@ class MatchingState:
         self._expected[source] = (expected + 1) & SEQ_MASK
         return specific.popleft()[2]
 
+    def quiet(self, source: int) -> bool:
+        """Whether a receive from ``source`` posted now could only take ``source``'s next
+        message: no wildcard or earlier receive is posted for it, and nothing from it waits
+        (unexpected, or held back).  The fast path's precondition (see :meth:`claim`)."""
+        return not (
+            self._wild or self._specific[source] or self._unexpected[source] or self._held[source]
+        )
+
+    def claim(self, source: int, seq: int, tag: int, want: int) -> bool:
+        """Whether a receive for ``want`` from a :meth:`quiet` ``source`` takes the arriving
+        message ``(tag, seq)``: it must be the one expected next and match ``want``.  If so
+        it counts as matched (the caller delivers it, nobody is told); else nothing changes
+        and the message goes the long way (:meth:`arrive`)."""
+        if seq != self._expected[source] or (want != tag and (want != ANY_TAG or tag < 0)):
+            return False
+        self._expected[source] = (seq + 1) & SEQ_MASK
+        return True
+
     # -- introspection (tests, diagnostics) ---------------------------------------------------
 
     @property

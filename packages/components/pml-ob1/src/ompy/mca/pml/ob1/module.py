@@ -33,11 +33,12 @@ from ompy.ompi.mca.pml import PmlMessage, PmlModule, SendMode
 from ompy.ompi.mca.pml.context import PmlContext
 from ompy.opal import output
 from ompy.opal.datatype.convertor import Convertor
-from ompy.opal.mca.btl import BtlError
+from ompy.opal.mca.btl import BtlError, PeerRing
 from ompy.opal.proc import Proc
 
 from .cancel import CancelSide
 from .comm import CommState
+from .fastpath import FastSide
 from .headers import (
     MATCH,
     SEQ_MASK,
@@ -67,7 +68,7 @@ class PmlError(RuntimeError):
     """The PML was used out of order, or the wire protocol was violated."""
 
 
-class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
+class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
     """Point-to-point messaging over the BML's endpoints."""
 
     max_tag = 2**31 - 1
@@ -81,6 +82,8 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         depth: int = 16,
         use_rdma: bool = True,
         finalize_timeout: float = 30.0,
+        fast_path: bool = True,
+        fast_spins: int = 100,
         log: logging.Logger | None = None,
     ) -> None:
         self.context = context
@@ -95,6 +98,10 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
         self.depth = depth
         self.use_rdma = use_rdma
         self.finalize_timeout = finalize_timeout
+        #: Whether blocking receives may take the fast path (.fastpath), and how many empty
+        #: polls one makes before it takes the general path.
+        self.fast_path = fast_path
+        self.fast_spins = fast_spins
         #: The component's logger (``ompy.pml.ob1``): nothing on the message path uses it.
         self.log = log if log is not None else output.get_logger("pml", "ob1")
         self._comms: dict[int, CommState] = {}
@@ -181,11 +188,18 @@ class Ob1PmlModule(SendSide, RecvSide, CancelSide, PmlModule):
             self._retain,
             cancel_send=self.cancel_send,
             keys=ranks,
+            rings=[self._peer_ring(self._peers[rank]) for rank in ranks] if self.fast_path else (),
         )
         self._comms[ctx] = state
         comm.pml_state = state
         for module, tag, data in self._orphans.pop(ctx, ()):
             self._handlers[tag](module, tag, memoryview(data))
+
+    @staticmethod
+    def _peer_ring(peer: BmlEndpoint) -> PeerRing | None:
+        """The ring a fast-path receive from ``peer`` polls: its only eager module's, if any."""
+        btl = peer.eager_single
+        return None if btl is None else btl.module.peer_ring(btl.endpoint)
 
     def del_comm(self, comm: Any) -> None:
         state = self._comms.pop(comm.context_id, None)

@@ -278,10 +278,33 @@ def finish_object_recv(
     """
     if not stream.complete:
         engine.wait_for(stream)
-    data, channel, sizes = parse_stream(stream)
+    if stream.exception is not None:
+        raise stream.exception
+    data = stream.view
+    if data is None:
+        raise MPIException(ERR_OTHER, "the PML completed a sized receive without data")
+    return object_of_stream(pml, comm, codec, engine, data, stream.source)
+
+
+def object_of_stream(  # noqa: PLR0917 (the receive's own arguments, and where it runs)
+    pml: PmlModule,
+    comm: PmlComm,
+    codec: Pickle,
+    engine: ProgressEngine,
+    message: memoryview,
+    source: int,
+) -> Any:
+    """The object whose stream message ``message`` came from ``source``, receiving its
+    out-of-band buffers (if it has any) on the channel its header names, then decoding.
+
+    A message without the codec's framing is raised as ``MPI.Exception``.
+    """
+    try:
+        data, channel, sizes = parse_frame(message)
+    except FramingError as error:
+        raise MPIException(ERR_OTHER, str(error)) from None
     if not sizes:
         return codec.decode(data, [])
-    source = stream.source
     buffers = [bytearray(size) for size in sizes]
     parts = [pml.irecv_view(memoryview(buffer), source, channel, comm) for buffer in buffers]
     for part in parts:
