@@ -15,7 +15,6 @@ instance's codec, ``MPI.pickle``).  Every member receives its own copy, the root
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ from ..datatype.buffer import (
 )
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
-from ..mca.coll.base import Failure
+from ..mca.coll import Items
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
@@ -443,10 +442,7 @@ class Collectives:
         root = _root(root, c, "Comm.scatter")
         if c.rank != root:
             return c.coll.scatter_object(c, None, root)
-        items = _items_told(
-            c, sendobj, "Comm.scatter", lambda failed: c.coll.scatter_object(c, failed, root)
-        )
-        return c.coll.scatter_object(c, items, root)
+        return c.coll.scatter_object(c, _told(_items, sendobj, c.size, "Comm.scatter"), root)
 
     def allgather(self, sendobj: Any) -> list[Any]:
         """Gather Python objects to every process."""
@@ -456,10 +452,7 @@ class Collectives:
     def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
         c = self._live("Comm.alltoall")
-        items = _items_told(
-            c, sendobj, "Comm.alltoall", lambda failed: c.coll.alltoall_object(c, failed)
-        )
-        return c.coll.alltoall_object(c, items)
+        return c.coll.alltoall_object(c, _told(_items, sendobj, c.size, "Comm.alltoall"))
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
         """Reduce Python objects to the root (``None`` on the others)."""
@@ -756,18 +749,16 @@ def _items(sendobj: Any, size: int, call: str) -> list[Any]:
     return items
 
 
-def _items_told(
-    c: Communicator, sendobj: Any, call: str, collective: Callable[[list[Any]], Any]
-) -> list[Any]:
-    """The items to send, one per rank; when they are not, the peers already waiting in the
-    collective learn of it through the collective itself (a failure in place of every item)
-    before the error is raised here, so none of them waits forever."""
+def _told(
+    check: Callable[[Any, int, str], list[Any]], sendobj: Any, count: int, call: str
+) -> Items:
+    """``check``'s items (one per peer), or the ``TypeError``/``ValueError`` it raised: the
+    coll operation takes either (:data:`~ompy.ompi.mca.coll.interface.Items`), so the peers
+    already waiting in it learn of a bad sequence and this member raises the error."""
     try:
-        return _items(sendobj, c.size, call)
+        return check(sendobj, count, call)
     except (TypeError, ValueError) as error:
-        with contextlib.suppress(MPIException):
-            collective([Failure.of(c, error)] * c.size)
-        raise
+        return error
 
 
 def _object_op(op: Any, call: str) -> Any:

@@ -39,6 +39,7 @@ from .collective import (
     _per,
     _per_rank,
     _same_type,
+    _told,
     _w_specs,
     _whole,
 )
@@ -381,8 +382,9 @@ class InterCollectives:
         """Scatter the root's objects: item ``i`` goes to rank ``i`` of the other group."""
         c = self._live("Comm.scatter")
         root = _root(root, c, "Comm.scatter")
-        items = _items(sendobj, c.remote_size, "Comm.scatter") if root == ROOT else None
-        return c.coll.scatter_object(c, items, root)
+        if root != ROOT:
+            return c.coll.scatter_object(c, None, root)
+        return c.coll.scatter_object(c, _told(_items, sendobj, c.remote_size, "Comm.scatter"), root)
 
     def allgather(self, sendobj: Any) -> list[Any]:
         """The objects of every process of the other group, in its rank order."""
@@ -392,7 +394,7 @@ class InterCollectives:
     def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
         """Item ``i`` goes to rank ``i`` of the other group; one item from each of its ranks."""
         c = self._live("Comm.alltoall")
-        return c.coll.alltoall_object(c, _items(sendobj, c.remote_size, "Comm.alltoall"))
+        return c.coll.alltoall_object(c, _told(_items, sendobj, c.remote_size, "Comm.alltoall"))
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
         """Reduce the other group's objects to the root (None elsewhere)."""

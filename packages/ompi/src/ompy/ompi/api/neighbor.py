@@ -17,7 +17,6 @@ through the same stand-ins as the other collectives (:mod:`.staging`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +24,7 @@ from ..constants import IN_PLACE, PROC_NULL
 from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
-from ..mca.coll.base import Failure
-from .collective import _count_given, _per_rank, _staging, _w_specs
+from .collective import _count_given, _per_rank, _staging, _told, _w_specs
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
@@ -140,14 +138,7 @@ class NeighborCollectives:
         call = "Topocomm.neighbor_alltoall"
         c = self._live(call)
         _, destinations = _edges(c, call)
-        try:
-            items = _items(sendobj, len(destinations), call)
-        except (TypeError, ValueError) as error:
-            # The neighbours already waiting in the collective learn of it through the
-            # collective itself (a failure along every edge), so none of them waits forever.
-            with contextlib.suppress(MPIException):
-                c.coll.neighbor_alltoall_object(c, [Failure.of(c, error)] * len(destinations))
-            raise
+        items = _told(_items, sendobj, len(destinations), call)  # a bad sequence: told to all
         return c.coll.neighbor_alltoall_object(c, items)
 
 
