@@ -8,14 +8,15 @@ by whichever component serves that operation.  Nonblocking forms wrap the table'
 an ``MPI.Request``.  Buffers of non-contiguous layouts reach the table as contiguous
 stand-ins (:mod:`.staging`), unpacked when the operation completes.
 
-The lowercase forms call the table's object operations (``bcast_object``, ...), which the coll
-components provide like any other (``basic`` moves the objects point to point, encoded by the
+The lowercase forms (:mod:`.object_collectives`, but for ``scan`` and ``exscan``) call the
+table's object operations (``bcast_object``, ...), which the coll components provide like any
+other (``basic`` moves the objects point to point, encoded by the
 instance's codec, ``MPI.pickle``).  Every member receives its own copy, the root included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,18 +32,18 @@ from ..datatype.buffer import (
 )
 from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
-from ..mca.coll import Items
 from ..op import SUM, Op
 from .checks import as_int
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given, or_in_place
+from .object_collectives import ObjectCollectives, _object_op
 from .request import Request
 from .staging import BlockwiseStaging, Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
-class Collectives:
+class Collectives(ObjectCollectives):
     """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator)."""
 
     __slots__ = ()
@@ -50,6 +51,14 @@ class Collectives:
 
     def _live(self, call: str) -> Communicator:  # provided by Comm
         raise NotImplementedError
+
+    @staticmethod
+    def _object_root(root: Any, c: Communicator, call: str) -> int:
+        return _root(root, c, call)
+
+    @staticmethod
+    def _gives_items(c: Communicator, root: int) -> bool:
+        return c.rank == root
 
     # Each buffer collective and its nonblocking form are one family (.families): an argument
     # function checks the call's arguments the way mpi4py does and returns the communicator,
@@ -424,46 +433,7 @@ class Collectives:
         "Reduce-Scatter (nonblocking).",
     )
 
-    # -- pickled objects -------------------------------------------------------------------------
-
-    def bcast(self, obj: Any, root: int = 0) -> Any:
-        """Broadcast a Python object from one process to all other processes."""
-        c = self._live("Comm.bcast")
-        return c.coll.bcast_object(c, obj, _root(root, c, "Comm.bcast"))
-
-    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
-        """Gather Python objects to one process (``None`` on the others)."""
-        c = self._live("Comm.gather")
-        return c.coll.gather_object(c, sendobj, _root(root, c, "Comm.gather"))
-
-    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
-        """Scatter Python objects: item ``i`` of the root's sequence goes to rank ``i``."""
-        c = self._live("Comm.scatter")
-        root = _root(root, c, "Comm.scatter")
-        if c.rank != root:
-            return c.coll.scatter_object(c, None, root)
-        return c.coll.scatter_object(c, _told(_items, sendobj, c.size, "Comm.scatter"), root)
-
-    def allgather(self, sendobj: Any) -> list[Any]:
-        """Gather Python objects to every process."""
-        c = self._live("Comm.allgather")
-        return c.coll.allgather_object(c, sendobj)
-
-    def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
-        """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
-        c = self._live("Comm.alltoall")
-        return c.coll.alltoall_object(c, _told(_items, sendobj, c.size, "Comm.alltoall"))
-
-    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
-        """Reduce Python objects to the root (``None`` on the others)."""
-        c = self._live("Comm.reduce")
-        root = _root(root, c, "Comm.reduce")
-        return c.coll.reduce_object(c, sendobj, _object_op(op, "Comm.reduce"), root)
-
-    def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
-        """Reduce Python objects to every process."""
-        c = self._live("Comm.allreduce")
-        return c.coll.allreduce_object(c, sendobj, _object_op(op, "Comm.allreduce"))
+    # -- pickled objects (the others, shared with Intercomm, are in .object_collectives) --------
 
     def scan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Inclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr``."""
@@ -729,41 +699,3 @@ def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
     c.coll.allgather(c, st.send(mine), staged)
     st.finish()
     return sizes
-
-
-# -- pickled objects -------------------------------------------------------------------------------
-
-
-def _items(sendobj: Any, size: int, call: str) -> list[Any]:
-    if sendobj is None:
-        raise ValueError(f"{call}: the root must give a sequence of {size} objects, not None")
-    try:
-        items = list(sendobj)
-    except TypeError:
-        raise TypeError(
-            f"{call}: expecting a sequence of {size} objects (one per rank), not "
-            f"{type(sendobj).__name__}"
-        ) from None
-    if len(items) != size:
-        raise ValueError(f"{call}: expecting {size} items (one per rank), got {len(items)}")
-    return items
-
-
-def _told(
-    check: Callable[[Any, int, str], list[Any]], sendobj: Any, count: int, call: str
-) -> Items:
-    """``check``'s items (one per peer), or the ``TypeError``/``ValueError`` it raised: the
-    coll operation takes either (:data:`~ompy.ompi.mca.coll.interface.Items`), so the peers
-    already waiting in it learn of a bad sequence and this member raises the error."""
-    try:
-        return check(sendobj, count, call)
-    except (TypeError, ValueError) as error:
-        return error
-
-
-def _object_op(op: Any, call: str) -> Any:
-    if not callable(op):
-        raise TypeError(
-            f"{call}: op must be an MPI.Op or a function of two objects, not {type(op).__name__}"
-        )
-    return op

@@ -34,23 +34,21 @@ from .collective import (
     _blocks,
     _check_op,
     _counts,
-    _items,
-    _object_op,
     _per,
     _per_rank,
     _same_type,
-    _told,
     _w_specs,
     _whole,
 )
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
+from .object_collectives import ObjectCollectives
 from .request import Request
 from .staging import BlockwiseStaging, Staging
 
 
-class InterCollectives:
+class InterCollectives(ObjectCollectives):
     """The collective half of :class:`~.intercomm.Intercomm` (``_live`` gives the communicator)."""
 
     __slots__ = ()
@@ -58,6 +56,14 @@ class InterCollectives:
 
     def _live(self, call: str) -> Communicator:  # provided by Comm
         raise NotImplementedError
+
+    @staticmethod
+    def _object_root(root: Any, c: Communicator, call: str) -> int:
+        return _root(root, c, call)
+
+    @staticmethod
+    def _gives_items(c: Communicator, root: int) -> bool:
+        return root == ROOT
 
     # -- barrier ---------------------------------------------------------------------------------
 
@@ -365,47 +371,6 @@ class InterCollectives:
         "Reduce-Scatter: the other group's reduction, recvcounts[i] elements to process i.",
         "Reduce-Scatter (nonblocking).",
     )
-
-    # -- pickled objects -------------------------------------------------------------------------
-
-    def bcast(self, obj: Any, root: int = 0) -> Any:
-        """Broadcast a Python object from the root (root=ROOT) to the other group."""
-        c = self._live("Comm.bcast")
-        return c.coll.bcast_object(c, obj, _root(root, c, "Comm.bcast"))
-
-    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
-        """Gather the other group's objects to the root (a list there, None elsewhere)."""
-        c = self._live("Comm.gather")
-        return c.coll.gather_object(c, sendobj, _root(root, c, "Comm.gather"))
-
-    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
-        """Scatter the root's objects: item ``i`` goes to rank ``i`` of the other group."""
-        c = self._live("Comm.scatter")
-        root = _root(root, c, "Comm.scatter")
-        if root != ROOT:
-            return c.coll.scatter_object(c, None, root)
-        return c.coll.scatter_object(c, _told(_items, sendobj, c.remote_size, "Comm.scatter"), root)
-
-    def allgather(self, sendobj: Any) -> list[Any]:
-        """The objects of every process of the other group, in its rank order."""
-        c = self._live("Comm.allgather")
-        return c.coll.allgather_object(c, sendobj)
-
-    def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
-        """Item ``i`` goes to rank ``i`` of the other group; one item from each of its ranks."""
-        c = self._live("Comm.alltoall")
-        return c.coll.alltoall_object(c, _told(_items, sendobj, c.remote_size, "Comm.alltoall"))
-
-    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
-        """Reduce the other group's objects to the root (None elsewhere)."""
-        c = self._live("Comm.reduce")
-        root = _root(root, c, "Comm.reduce")
-        return c.coll.reduce_object(c, sendobj, _object_op(op, "Comm.reduce"), root)
-
-    def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
-        """Each group receives the reduction of the other group's objects."""
-        c = self._live("Comm.allreduce")
-        return c.coll.allreduce_object(c, sendobj, _object_op(op, "Comm.allreduce"))
 
 
 # -- argument checks ------------------------------------------------------------------------------
