@@ -8,7 +8,7 @@ by whichever component serves that operation.  Nonblocking forms wrap the table'
 an ``MPI.Request``.  Buffers of non-contiguous layouts reach the table as contiguous
 stand-ins (:mod:`.staging`), unpacked when the operation completes.
 
-The lowercase forms (:mod:`.object_collectives`, but for ``scan`` and ``exscan``) call the
+The lowercase forms (:mod:`.common_collectives`, but for ``scan`` and ``exscan``) call the
 table's object operations (``bcast_object``, ...), which the coll components provide like any
 other (``basic`` moves the objects point to point, encoded by the
 instance's codec, ``MPI.pickle``).  Every member receives its own copy, the root included.
@@ -34,23 +34,19 @@ from ..errors import ERR_ROOT, ERR_TYPE
 from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
+from .common_collectives import CommonCollectives, _object_op
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given, or_in_place
-from .object_collectives import ObjectCollectives, _object_op
-from .request import Request
 from .staging import BlockwiseStaging, Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
-class Collectives(ObjectCollectives):
-    """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator)."""
+class Collectives(CommonCollectives):
+    """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator;
+    the barriers and most object collectives are :class:`.CommonCollectives`')."""
 
     __slots__ = ()
-    _c: Communicator | None  # provided by Comm
-
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
 
     @staticmethod
     def _object_root(root: Any, c: Communicator, call: str) -> int:
@@ -64,26 +60,6 @@ class Collectives(ObjectCollectives):
     # function checks the call's arguments the way mpi4py does and returns the communicator,
     # what its coll table operation takes and the call's staging (.staging); the pair of
     # methods is made from it.
-
-    # -- barrier ---------------------------------------------------------------------------------
-
-    def Barrier(self) -> None:
-        """Barrier synchronization."""
-        # Written out, as Bcast and Allreduce are: a family's argument packing would cost
-        # a third of a two-process barrier.
-        c = self._c
-        if c is None or c.freed:
-            c = self._live("Comm.Barrier")
-        c.coll.barrier(c)
-
-    def Ibarrier(self) -> Request:
-        """Nonblocking barrier synchronization."""
-        c = self._live("Comm.Ibarrier")
-        return Request._of(c.coll.ibarrier(c), c)
-
-    # The lowercase barriers are the uppercase ones: they move no data, pickled or not.
-    barrier = Barrier
-    ibarrier = Ibarrier
 
     # -- broadcast -------------------------------------------------------------------------------
 
@@ -433,7 +409,7 @@ class Collectives(ObjectCollectives):
         "Reduce-Scatter (nonblocking).",
     )
 
-    # -- pickled objects (the others, shared with Intercomm, are in .object_collectives) --------
+    # -- pickled objects (the others, shared with Intercomm, are in .common_collectives) --------
 
     def scan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Inclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr``."""

@@ -40,22 +40,18 @@ from .collective import (
     _w_specs,
     _whole,
 )
+from .common_collectives import CommonCollectives
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
-from .object_collectives import ObjectCollectives
-from .request import Request
 from .staging import BlockwiseStaging, Staging
 
 
-class InterCollectives(ObjectCollectives):
-    """The collective half of :class:`~.intercomm.Intercomm` (``_live`` gives the communicator)."""
+class InterCollectives(CommonCollectives):
+    """The collective half of :class:`~.intercomm.Intercomm` (``_live`` gives the communicator;
+    the barriers and the object collectives are :class:`.CommonCollectives`')."""
 
     __slots__ = ()
-    _c: Communicator | None  # provided by Comm
-
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
 
     @staticmethod
     def _object_root(root: Any, c: Communicator, call: str) -> int:
@@ -64,21 +60,6 @@ class InterCollectives(ObjectCollectives):
     @staticmethod
     def _gives_items(c: Communicator, root: int) -> bool:
         return root == ROOT
-
-    # -- barrier ---------------------------------------------------------------------------------
-
-    def Barrier(self) -> None:
-        """Barrier synchronization (every process of both groups)."""
-        c = self._live("Comm.Barrier")
-        c.coll.barrier(c)
-
-    def Ibarrier(self) -> Request:
-        """Nonblocking barrier synchronization."""
-        c = self._live("Comm.Ibarrier")
-        return Request._of(c.coll.ibarrier(c), c)
-
-    barrier = Barrier
-    ibarrier = Ibarrier
 
     # -- broadcast -------------------------------------------------------------------------------
 

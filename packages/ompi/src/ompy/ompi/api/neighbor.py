@@ -25,10 +25,10 @@ from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
 from .collective import _count_given, _per_rank, _staging, _w_specs
+from .common_collectives import _told
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
-from .object_collectives import _told
 from .staging import BlockwiseStaging, Staging
 
 

@@ -1,15 +1,16 @@
-"""The lowercase collectives shared by ``Intracomm`` and ``Intercomm``: Python objects.
+"""The collectives ``Intracomm`` and ``Intercomm`` read alike: the barriers and the objects.
 
-``bcast``, ``gather``, ``scatter``, ``allgather``, ``alltoall``, ``reduce`` and ``allreduce``
-read their arguments the same way on both kinds of communicator and call the communicator's
-coll table's object operations (``bcast_object``, ...), which move the objects point to point
+``Barrier``/``Ibarrier`` take no arguments, and the lowercase collectives on Python objects
+(``bcast``, ``gather``, ``scatter``, ``allgather``, ``alltoall``, ``reduce``, ``allreduce``)
+read theirs the same way on both kinds of communicator; they call the communicator's coll
+table, whose object operations (``bcast_object``, ...) move the objects point to point
 through the instance's codec (``MPI.pickle``).  Only two things differ, and each kind says
 them (:class:`~.collective.Collectives`, :class:`~.inter_collective.InterCollectives`):
 
 - which roots are valid (a rank of the group; on an intercommunicator ``MPI.ROOT``,
-  ``MPI.PROC_NULL`` or a rank of the other group): :meth:`ObjectCollectives._object_root`;
+  ``MPI.PROC_NULL`` or a rank of the other group): :meth:`CommonCollectives._object_root`;
 - who gives the items of a ``scatter`` (the root; on an intercommunicator the process passing
-  ``MPI.ROOT``): :meth:`ObjectCollectives._gives_items`.
+  ``MPI.ROOT``): :meth:`CommonCollectives._gives_items`.
 
 Items go to the processes that receive them: ``remote_size`` of them, the size of the other
 group on an intercommunicator and of the communicator's own group otherwise.  A sequence that
@@ -25,13 +26,15 @@ from typing import Any
 from ..mca.coll import Items
 from ..op import SUM
 from .communicator import Communicator
+from .request import Request
 
 
-class ObjectCollectives:
-    """The object collectives of both kinds of communicator (``_live`` gives the
-    communicator; each kind gives the two rules that differ)."""
+class CommonCollectives:
+    """The collectives of both kinds of communicator that read their arguments alike
+    (``_live`` gives the communicator; each kind gives the two rules that differ)."""
 
     __slots__ = ()
+    _c: Communicator | None  # provided by Comm
 
     def _live(self, call: str) -> Communicator:  # provided by Comm
         raise NotImplementedError
@@ -43,6 +46,25 @@ class ObjectCollectives:
     @staticmethod
     def _gives_items(c: Communicator, root: int) -> bool:  # provided by each kind
         raise NotImplementedError
+
+    def Barrier(self) -> None:
+        """Barrier synchronization (on an intercommunicator, of every process of both
+        groups)."""
+        # Written out, as Bcast and Allreduce are: a family's argument packing would cost
+        # a third of a two-process barrier.
+        c = self._c
+        if c is None or c.freed:
+            c = self._live("Comm.Barrier")
+        c.coll.barrier(c)
+
+    def Ibarrier(self) -> Request:
+        """Nonblocking barrier synchronization."""
+        c = self._live("Comm.Ibarrier")
+        return Request._of(c.coll.ibarrier(c), c)
+
+    # The lowercase barriers are the uppercase ones: they move no data, pickled or not.
+    barrier = Barrier
+    ibarrier = Ibarrier
 
     def bcast(self, obj: Any, root: int = 0) -> Any:
         """Broadcast a Python object from the root to the other processes (on an
@@ -128,4 +150,4 @@ def _object_op(op: Any, call: str) -> Any:
     return op
 
 
-__all__ = ["ObjectCollectives"]
+__all__ = ["CommonCollectives"]
