@@ -30,7 +30,7 @@ from ..datatype.buffer import (
     parse_buffer,
     spec_of,
 )
-from ..errors import ERR_ROOT, ERR_TYPE
+from ..errors import ERR_ROOT, ERR_TYPE, ERR_UNSUPPORTED_OPERATION
 from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
@@ -328,19 +328,7 @@ class Collectives(CommonCollectives):
             recvspec = st.whole(whole.buffer, offset, count * size, whole.datatype, count)
             _check_op(c, op, recvspec.datatype)
             return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, op), st
-        recvspec = parse_buffer(recvbuf, readonly=False)
-        blocks = _blocks(sendbuf, size, readonly=True, call=call)
-        _same_type(blocks.datatype, recvspec.datatype, call)
-        if blocks.counts and blocks.counts[0] != recvspec.count:
-            raise ValueError(
-                f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
-                f"count {recvspec.count}"
-            )
-        st = _staging(c, call, recvspec.datatype, reduce=True)
-        sendspec = st.send(_whole(blocks), reduce=True)
-        recvspec = st.receive(recvspec, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, op), st
+        return _block_reduction(c, call, sendbuf, parse_buffer(recvbuf, readonly=False), op)
 
     Reduce_scatter_block, Ireduce_scatter_block = staged_pair(
         _reduce_scatter_block_args,
@@ -385,22 +373,7 @@ class Collectives(CommonCollectives):
             counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
         else:
             counts = _counts(recvcounts, size, call)
-        _same_type(sendspec.datatype, parsed.datatype, call)
-        if sendspec.count != sum(counts):
-            raise ValueError(
-                f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
-            )
-        if parsed.count != counts[rank]:
-            raise ValueError(
-                f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] "
-                f"{counts[rank]}"
-            )
-        st = _staging(c, call, parsed.datatype, reduce=True)
-        per = _per(c, call, parsed)
-        sendspec = st.send(sendspec, reduce=True)
-        recvspec = st.receive(parsed, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
+        return _counted_reduction(c, call, sendspec, parsed, counts, op)
 
     Reduce_scatter, Ireduce_scatter = staged_pair(
         _reduce_scatter_args,
@@ -518,8 +491,63 @@ def _block_bytes(spec: VectorBufferSpec, index: int) -> int:
 def _staging(
     c: Communicator, call: str, datatype: Datatype | None, *, reduce: bool = False
 ) -> Staging:
-    """The stand-ins of one call (:mod:`.staging`)."""
-    return Staging(call, c, datatype, reduction=reduce)
+    """The stand-ins of one call (:mod:`.staging`); reductions on an intercommunicator are not
+    served when its processes have different data representations."""
+    st = Staging(call, c, datatype, reduction=reduce)
+    if reduce and st.hetero and c.is_inter:
+        raise MPIException(
+            ERR_UNSUPPORTED_OPERATION,
+            f"{call}: reductions on an intercommunicator are not supported when its processes "
+            "have different data representations (a heterogeneous job)",
+        )
+    return st
+
+
+def _block_reduction(
+    c: Communicator, call: str, sendbuf: Any, recvspec: BufferSpec, op: Op
+) -> tuple[Communicator, tuple[Any, ...], Staging]:
+    """The arguments of ``Reduce_scatter_block`` with a send buffer (of either kind of
+    communicator): one block per rank of this group, each the receive buffer's size."""
+    blocks = _blocks(sendbuf, c.size, readonly=True, call=call)
+    _same_type(blocks.datatype, recvspec.datatype, call)
+    if blocks.counts and blocks.counts[0] != recvspec.count:
+        raise ValueError(
+            f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
+            f"count {recvspec.count}"
+        )
+    st = _staging(c, call, recvspec.datatype, reduce=True)
+    sendspec = st.send(_whole(blocks), reduce=True)
+    recvspec = st.receive(recvspec, reduce=True)
+    _check_op(c, op, recvspec.datatype)
+    return c, (sendspec, recvspec, op), st
+
+
+def _counted_reduction(  # noqa: PLR0917 (the call's parsed arguments)
+    c: Communicator,
+    call: str,
+    sendspec: BufferSpec,
+    parsed: BufferSpec,
+    counts: tuple[int, ...],
+    op: Op,
+) -> tuple[Communicator, tuple[Any, ...], Staging]:
+    """The arguments of ``Reduce_scatter`` with a send buffer (of either kind of
+    communicator): ``sum(counts)`` elements sent, ``counts[rank]`` received."""
+    rank = c.rank
+    _same_type(sendspec.datatype, parsed.datatype, call)
+    if sendspec.count != sum(counts):
+        raise ValueError(
+            f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
+        )
+    if parsed.count != counts[rank]:
+        raise ValueError(
+            f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] {counts[rank]}"
+        )
+    st = _staging(c, call, parsed.datatype, reduce=True)
+    per = _per(c, call, parsed)
+    sendspec = st.send(sendspec, reduce=True)
+    recvspec = st.receive(parsed, reduce=True)
+    _check_op(c, op, recvspec.datatype)
+    return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
 
 
 def _per(c: Communicator, call: str, spec: BufferSpec) -> int:

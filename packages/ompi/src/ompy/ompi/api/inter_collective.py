@@ -26,19 +26,19 @@ from typing import Any
 
 from ..constants import IN_PLACE, PROC_NULL, ROOT
 from ..datatype.buffer import BufferSpec, parse_buffer
-from ..errors import ERR_ROOT, ERR_UNSUPPORTED_OPERATION
+from ..errors import ERR_ROOT
 from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
 from .collective import (
-    _blocks,
+    _block_reduction,
     _check_op,
+    _counted_reduction,
     _counts,
-    _per,
     _per_rank,
-    _same_type,
+    _reduction_send,
+    _staging,
     _w_specs,
-    _whole,
 )
 from .common_collectives import CommonCollectives
 from .communicator import Communicator
@@ -130,10 +130,7 @@ class InterCollectives(CommonCollectives):
             )
             st = _staging(c, call, sendspec.datatype)
             return c, (st.blocks(sendspec, output=False), None, root), st
-        recvbuf = given(recvbuf, call, "recvbuf")
-        if recvbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
-        recvspec = parse_buffer(recvbuf, readonly=False)
+        recvspec = parse_buffer(_not_in_place(recvbuf, call, "recvbuf"), readonly=False)
         st = _staging(c, call, recvspec.datatype)
         return c, (None, st.receive(recvspec, origin=root), root), st
 
@@ -185,9 +182,7 @@ class InterCollectives(CommonCollectives):
         c = self._live(call)
         size = c.remote_size
         recvspec = _per_rank(given(recvbuf, call, "recvbuf"), size, call, "recvbuf", readonly=False)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+        sendbuf = _not_in_place(sendbuf, call)
         sendspec = _per_rank(sendbuf, size, call, "sendbuf", readonly=True)
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(recvspec, output=True, load=False, origins=range(size))
@@ -212,9 +207,7 @@ class InterCollectives(CommonCollectives):
         c = self._live(call)
         size = c.remote_size
         recvspecs = _w_specs(given(recvbuf, call, "recvbuf"), size, readonly=False, call=call)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+        sendbuf = _not_in_place(sendbuf, call)
         sendspecs = _w_specs(sendbuf, size, readonly=True, call=call)
         st = BlockwiseStaging(call, c)
         sending = tuple(st.send(spec) for spec in sendspecs)
@@ -261,13 +254,7 @@ class InterCollectives(CommonCollectives):
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvspec = parse_buffer(given(recvbuf, call, "recvbuf"), readonly=False)
-        sendspec = _send(sendbuf, call)
-        _same_type(sendspec.datatype, recvspec.datatype, call)
-        if sendspec.count != recvspec.count:
-            raise ValueError(
-                f"{call}: mismatch in send count {sendspec.count} and receive count "
-                f"{recvspec.count}"
-            )
+        sendspec = _reduction_send(_not_in_place(sendbuf, call), recvspec, call)
         st = _staging(c, call, recvspec.datatype, reduce=True)
         sendspec = st.send(sendspec, reduce=True)
         recvspec = st.receive(recvspec, reduce=True)
@@ -286,21 +273,7 @@ class InterCollectives(CommonCollectives):
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvspec = parse_buffer(given(recvbuf, call, "recvbuf"), readonly=False)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
-        blocks = _blocks(sendbuf, c.size, readonly=True, call=call)
-        _same_type(blocks.datatype, recvspec.datatype, call)
-        if blocks.counts and blocks.counts[0] != recvspec.count:
-            raise ValueError(
-                f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
-                f"count {recvspec.count}"
-            )
-        st = _staging(c, call, recvspec.datatype, reduce=True)
-        sendspec = st.send(_whole(blocks), reduce=True)
-        recvspec = st.receive(recvspec, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, op), st
+        return _block_reduction(c, call, _not_in_place(sendbuf, call), recvspec, op)
 
     Reduce_scatter_block, Ireduce_scatter_block = staged_pair(
         _reduce_scatter_block_args,
@@ -319,32 +292,14 @@ class InterCollectives(CommonCollectives):
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         parsed = parse_buffer(given(recvbuf, call, "recvbuf"), readonly=False)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+        sendbuf = _not_in_place(sendbuf, call)
         if recvcounts is None:
             raise ValueError(
                 f"{call}: on an intercommunicator the receive counts of this group must be "
                 "given (recvcounts)"
             )
         counts = _counts(recvcounts, c.size, call)
-        sendspec = parse_buffer(sendbuf)
-        _same_type(sendspec.datatype, parsed.datatype, call)
-        if sendspec.count != sum(counts):
-            raise ValueError(
-                f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
-            )
-        if parsed.count != counts[c.rank]:
-            raise ValueError(
-                f"{call}: mismatch in receive count {parsed.count} and counts[{c.rank}] "
-                f"{counts[c.rank]}"
-            )
-        st = _staging(c, call, parsed.datatype, reduce=True)
-        per = _per(c, call, parsed)
-        sendspec = st.send(sendspec, reduce=True)
-        recvspec = st.receive(parsed, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
+        return _counted_reduction(c, call, parse_buffer(sendbuf), parsed, counts, op)
 
     Reduce_scatter, Ireduce_scatter = staged_pair(
         _reduce_scatter_args,
@@ -370,23 +325,16 @@ def _root(root: Any, c: Communicator, call: str) -> int:
     )
 
 
-def _send(sendbuf: Any, call: str) -> BufferSpec:
-    sendbuf = given(sendbuf, call, "sendbuf")
-    if sendbuf is IN_PLACE:
+def _not_in_place(buf: Any, call: str, what: str = "sendbuf") -> Any:
+    """The buffer ``what``, which must be given and may not be ``MPI.IN_PLACE`` here."""
+    buf = given(buf, call, what)
+    if buf is IN_PLACE:
         raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
-    return parse_buffer(sendbuf)
+    return buf
 
 
-def _staging(c: Communicator, call: str, datatype: Any, *, reduce: bool = False) -> Staging:
-    """The stand-ins of one call; reductions in a heterogeneous job are not served here."""
-    st = Staging(call, c, datatype, reduction=reduce)
-    if reduce and st.hetero:
-        raise MPIException(
-            ERR_UNSUPPORTED_OPERATION,
-            f"{call}: reductions on an intercommunicator are not supported when its processes "
-            "have different data representations (a heterogeneous job)",
-        )
-    return st
+def _send(sendbuf: Any, call: str) -> BufferSpec:
+    return parse_buffer(_not_in_place(sendbuf, call))
 
 
 __all__ = ["InterCollectives"]
