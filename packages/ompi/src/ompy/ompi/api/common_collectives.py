@@ -118,15 +118,20 @@ class CommonCollectives:
 def _items(sendobj: Any, size: int, call: str) -> list[Any]:
     if sendobj is None:
         raise ValueError(f"{call}: the root must give a sequence of {size} objects, not None")
+    return _one_each(sendobj, size, call, "rank")
+
+
+def _one_each(sendobj: Any, count: int, call: str, per: str) -> list[Any]:
+    """``sendobj`` as a list of ``count`` objects, one per ``per`` (a rank, an out-edge)."""
     try:
         items = list(sendobj)
     except TypeError:
         raise TypeError(
-            f"{call}: expecting a sequence of {size} objects (one per rank), not "
+            f"{call}: expecting a sequence of {count} objects (one per {per}), not "
             f"{type(sendobj).__name__}"
         ) from None
-    if len(items) != size:
-        raise ValueError(f"{call}: expecting {size} items (one per rank), got {len(items)}")
+    if len(items) != count:
+        raise ValueError(f"{call}: expecting {count} items (one per {per}), got {len(items)}")
     return items
 
 

@@ -25,7 +25,7 @@ from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
 from .collective import _count_given, _per_rank, _staging, _w_specs
-from .common_collectives import _told
+from .common_collectives import _one_each, _told
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
@@ -195,15 +195,7 @@ def _origins(c: Communicator, sources: tuple[int, ...]) -> list[int]:
 
 
 def _items(sendobj: Any, count: int, call: str) -> list[Any]:
+    """One object per out-edge (``None``: ``None`` along every edge, as mpi4py reads it)."""
     if sendobj is None:
         return [None] * count
-    try:
-        items = list(sendobj)
-    except TypeError:
-        raise TypeError(
-            f"{call}: expecting a sequence of {count} objects (one per out-edge), not "
-            f"{type(sendobj).__name__}"
-        ) from None
-    if len(items) != count:
-        raise ValueError(f"{call}: expecting {count} items (one per out-edge), got {len(items)}")
-    return items
+    return _one_each(sendobj, count, call, "out-edge")
