@@ -32,8 +32,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ..completion import CoreRequest, chain
-from ..errors import ERR_COMM, ERR_OP, ERR_REQUEST
+from ..errors import ERR_COMM, ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..mca.coll.interface import PersistentCollective
 from .collective import Collectives
@@ -43,7 +42,7 @@ from .hetero_reductions import HeteroReductions
 from .info import INFO_NULL, info_items
 from .neighbor import NeighborCollectives
 from .request import Prequest
-from .staging import Staging
+from .staging import StagedRequest, Staging
 
 #: What a collective's argument function returns: communicator, table arguments, staging.
 Parsed = tuple[Communicator, tuple[Any, ...], Staging | None]
@@ -218,7 +217,7 @@ def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
             refill()
         if finish is None:
             return persistent.start()
-        return _Finished(persistent.start(), finish)
+        return StagedRequest(persistent.start(), finish)
 
     def on_free(active: Any) -> None:
         if active is not None:
@@ -239,34 +238,3 @@ def _both(first: Callable[[], None], then: Callable[[], None]) -> Callable[[], N
         then()
 
     return both
-
-
-class _Finished(CoreRequest):
-    """One start whose results need local work once the transfers completed (unpacking
-    stand-ins, a heterogeneous reduction): complete only after it, so a program that sees the
-    request complete sees its data in place."""
-
-    __slots__ = ("finishing", "inner")
-
-    def __init__(self, inner: Any, finishing: Callable[[], None]) -> None:
-        super().__init__()
-        self.inner = inner
-        self.finishing = finishing
-        if inner.complete:
-            self._done(inner)
-        else:
-            chain(inner, self._done)
-
-    def _done(self, inner: Any) -> None:
-        if inner.exception is not None:
-            self.fail(inner.error, inner.exception)
-            return
-        try:
-            self.finishing()
-        except Exception as error:
-            self.fail(error.error_class if isinstance(error, MPIException) else ERR_OP, error)
-            return
-        self.finish()
-
-    def cancel(self) -> None:
-        """Collectives are not cancelled (MPI forbids it); nothing to do."""
