@@ -42,15 +42,24 @@ from .staging import BlockwiseStaging, Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
+def _root(root: Any, c: Communicator, call: str) -> int:
+    root = as_int(root, f"{call}: root")
+    if 0 <= root < c.size:
+        return root
+    raise MPIException(
+        ERR_ROOT,
+        f"{call}: root {root} is not a rank of the communicator of size {c.size} "
+        f"(valid: 0..{c.size - 1})",
+    )
+
+
 class Collectives(CommonCollectives):
     """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator;
     the barriers and most object collectives are :class:`.CommonCollectives`')."""
 
     __slots__ = ()
 
-    @staticmethod
-    def _object_root(root: Any, c: Communicator, call: str) -> int:
-        return _root(root, c, call)
+    _object_root = staticmethod(_root)
 
     @staticmethod
     def _gives_items(c: Communicator, root: int) -> bool:
@@ -396,17 +405,6 @@ class Collectives(CommonCollectives):
 
 
 # -- argument checks ------------------------------------------------------------------------------
-
-
-def _root(root: Any, c: Communicator, call: str) -> int:
-    root = as_int(root, f"{call}: root")
-    if 0 <= root < c.size:
-        return root
-    raise MPIException(
-        ERR_ROOT,
-        f"{call}: root {root} is not a rank of the communicator of size {c.size} "
-        f"(valid: 0..{c.size - 1})",
-    )
 
 
 def _send_spec(sendbuf: Any, call: str, *, in_place: bool) -> BufferSpec:

@@ -47,15 +47,26 @@ from .in_place import given
 from .staging import BlockwiseStaging, Staging
 
 
+def _root(root: Any, c: Communicator, call: str) -> int:
+    """An intercommunicator root: ROOT, PROC_NULL or a rank of the remote group."""
+    root = as_int(root, f"{call}: root")
+    if root in (ROOT, PROC_NULL) or 0 <= root < c.remote_size:
+        return root
+    raise MPIException(
+        ERR_ROOT,
+        f"{call}: root {root} is not valid on an intercommunicator: MPI.ROOT at the root, "
+        f"MPI.PROC_NULL at the other processes of its group, the root's rank in the remote "
+        f"group (0..{c.remote_size - 1}) in the other group",
+    )
+
+
 class InterCollectives(CommonCollectives):
     """The collective half of :class:`~.intercomm.Intercomm` (``_live`` gives the communicator;
     the barriers and the object collectives are :class:`.CommonCollectives`')."""
 
     __slots__ = ()
 
-    @staticmethod
-    def _object_root(root: Any, c: Communicator, call: str) -> int:
-        return _root(root, c, call)
+    _object_root = staticmethod(_root)
 
     @staticmethod
     def _gives_items(c: Communicator, root: int) -> bool:
@@ -310,19 +321,6 @@ class InterCollectives(CommonCollectives):
 
 
 # -- argument checks ------------------------------------------------------------------------------
-
-
-def _root(root: Any, c: Communicator, call: str) -> int:
-    """An intercommunicator root: ROOT, PROC_NULL or a rank of the remote group."""
-    root = as_int(root, f"{call}: root")
-    if root in (ROOT, PROC_NULL) or 0 <= root < c.remote_size:
-        return root
-    raise MPIException(
-        ERR_ROOT,
-        f"{call}: root {root} is not valid on an intercommunicator: MPI.ROOT at the root, "
-        f"MPI.PROC_NULL at the other processes of its group, the root's rank in the remote "
-        f"group (0..{c.remote_size - 1}) in the other group",
-    )
 
 
 def _not_in_place(buf: Any, call: str, what: str = "sendbuf") -> Any:
