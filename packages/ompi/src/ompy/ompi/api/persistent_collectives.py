@@ -66,7 +66,7 @@ def persistent(
     operation = call.rpartition(".")[2].removesuffix("_init").lower()
 
     def method(self: _Self, /, *args: Any, **kwargs: Any) -> Prequest:
-        bound = signature.bind(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs)  # the method's own (set below)
         info = bound.arguments.pop("info", INFO_NULL)
         _begin(self, call, info)
         return _initialize(call, operation, arguments(self, call, *bound.args[1:], **bound.kwargs))
