@@ -84,7 +84,7 @@ def test_info_by_position_or_by_name_and_wrong_calls_are_type_errors():
             request.Wait()
             seen.append(data.tolist())
             request.Free()
-        with pytest.raises(TypeError, match="too many positional arguments"):
+        with pytest.raises(TypeError, match="positional argument"):
             comm.Bcast_init(data, 0, MPI.INFO_NULL, "extra")
         with pytest.raises(TypeError, match="unexpected keyword argument 'rot'"):
             comm.Bcast_init(data, rot=0)
