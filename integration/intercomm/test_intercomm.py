@@ -56,3 +56,30 @@ def test_the_intercommunicator_suite_passes(ompy, size, transport):
         ):
             assert any(name.startswith(expected) for name in passed), (report["rank"], expected)
         assert set(report["providers"].values()) == {"inter"}, report
+
+
+HETERO_PROGRAM = Path(__file__).parent / "programs" / "hetero_inter.py"
+
+
+def test_a_heterogeneous_job_refuses_reductions_between_groups_and_moves_the_rest(ompy):
+    args = [
+        "-n",
+        "3",
+        "--oversubscribe",
+        *TRANSPORTS["sm"],
+        "--mca",
+        "opal_arch_byteorder",
+        "big",
+        "--mca",
+        "opal_arch_byteorder_ranks",
+        "1",
+        sys.executable,
+        str(HETERO_PROGRAM),
+    ]
+    result = ompy.run(args, timeout=200)
+    assert result.returncode == 0, result.stderr[-4000:]
+    reports = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert sorted(report["rank"] for report in reports) == [0, 1, 2], result.stdout
+    for report in reports:
+        assert all(value is True for value in report["outcome"].values()), report
+        assert len(report["outcome"]) == 6, report

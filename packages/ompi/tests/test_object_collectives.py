@@ -259,3 +259,42 @@ def test_a_sequence_of_the_wrong_length_on_one_member_is_told_to_the_others():
         return comm.allreduce(1)
 
     assert run_ranks(make_world(3), wrong_on_one, timeout=60) == [3, 3, 3]
+
+
+def test_a_wrong_neighbor_sequence_on_one_member_is_told_to_its_neighbours():
+    def wrong_on_one(comm):
+        ring = comm.Create_cart([comm.Get_size()], [True])
+        rank = ring.Get_rank()
+        try:
+            if rank == 1:
+                with pytest.raises(ValueError, match="expecting 2 items"):
+                    ring.neighbor_alltoall([1, 2, 3])
+            elif rank in (0, 2):  # the neighbours of rank 1 receive its failure
+                with pytest.raises(MPI.Exception, match="rank 1 failed"):
+                    ring.neighbor_alltoall([rank, rank])
+            else:  # not a neighbour of rank 1: its exchange is whole
+                assert ring.neighbor_alltoall([rank, rank]) == [(rank - 1) % 4, (rank + 1) % 4]
+            return ring.allreduce(1)
+        finally:
+            ring.Free()
+
+    assert run_ranks(make_world(4), wrong_on_one, timeout=60) == [4, 4, 4, 4]
+
+
+def test_an_outcome_given_a_refused_sequence_sends_failures_and_raises_the_refusal():
+    from ompy.ompi.mca.coll.base import Failure, Outcome
+
+    def member(comm):
+        run = Outcome(comm._c, "alltoall")
+        refusal = ValueError("expecting 3 items, got 2")
+        items = run.items(refusal, 3)
+        assert [type(item) for item in items] == [Failure] * 3
+        assert {item.rank for item in items} == {comm.Get_rank()}
+        given = ["a", "b", "c"]
+        assert run.items(given, 3) is given  # a sequence passes as it is
+        with pytest.raises(ValueError, match="expecting 3 items") as raised:
+            run.result(None)
+        assert raised.value is refusal
+        return True
+
+    assert run_ranks(make_world(1), member, timeout=30) == [True]

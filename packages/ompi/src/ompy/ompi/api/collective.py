@@ -8,15 +8,15 @@ by whichever component serves that operation.  Nonblocking forms wrap the table'
 an ``MPI.Request``.  Buffers of non-contiguous layouts reach the table as contiguous
 stand-ins (:mod:`.staging`), unpacked when the operation completes.
 
-The lowercase forms call the table's object operations (``bcast_object``, ...), which the coll
-components provide like any other (``basic`` moves the objects point to point, encoded by the
+The lowercase forms (:mod:`.common_collectives`, but for ``scan`` and ``exscan``) call the
+table's object operations (``bcast_object``, ...), which the coll components provide like any
+other (``basic`` moves the objects point to point, encoded by the
 instance's codec, ``MPI.pickle``).  Every member receives its own copy, the root included.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,52 +30,45 @@ from ..datatype.buffer import (
     parse_buffer,
     spec_of,
 )
-from ..errors import ERR_ROOT, ERR_TYPE
+from ..errors import ERR_ROOT, ERR_TYPE, ERR_UNSUPPORTED_OPERATION
 from ..errors import Exception as MPIException
-from ..mca.coll.base import Failure
 from ..op import SUM, Op
 from .checks import as_int
+from .common_collectives import CommonCollectives, _object_op
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given, or_in_place
-from .request import Request
 from .staging import BlockwiseStaging, Staging, reduction_type
 from .vector_messages import parse_vector_message
 
 
-class Collectives:
-    """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator)."""
+def _root(root: Any, c: Communicator, call: str) -> int:
+    root = as_int(root, f"{call}: root")
+    if 0 <= root < c.size:
+        return root
+    raise MPIException(
+        ERR_ROOT,
+        f"{call}: root {root} is not a rank of the communicator of size {c.size} "
+        f"(valid: 0..{c.size - 1})",
+    )
+
+
+class Collectives(CommonCollectives):
+    """The collective half of :class:`~.comm.Intracomm` (``_live`` gives the communicator;
+    the barriers and most object collectives are :class:`.CommonCollectives`')."""
 
     __slots__ = ()
-    _c: Communicator | None  # provided by Comm
 
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
+    _object_root = staticmethod(_root)
+
+    @staticmethod
+    def _gives_items(c: Communicator, root: int) -> bool:
+        return c.rank == root
 
     # Each buffer collective and its nonblocking form are one family (.families): an argument
     # function checks the call's arguments the way mpi4py does and returns the communicator,
     # what its coll table operation takes and the call's staging (.staging); the pair of
     # methods is made from it.
-
-    # -- barrier ---------------------------------------------------------------------------------
-
-    def Barrier(self) -> None:
-        """Barrier synchronization."""
-        # Written out, as Bcast and Allreduce are: a family's argument packing would cost
-        # a third of a two-process barrier.
-        c = self._c
-        if c is None or c.freed:
-            c = self._live("Comm.Barrier")
-        c.coll.barrier(c)
-
-    def Ibarrier(self) -> Request:
-        """Nonblocking barrier synchronization."""
-        c = self._live("Comm.Ibarrier")
-        return Request._of(c.coll.ibarrier(c), c)
-
-    # The lowercase barriers are the uppercase ones: they move no data, pickled or not.
-    barrier = Barrier
-    ibarrier = Ibarrier
 
     # -- broadcast -------------------------------------------------------------------------------
 
@@ -344,19 +337,7 @@ class Collectives:
             recvspec = st.whole(whole.buffer, offset, count * size, whole.datatype, count)
             _check_op(c, op, recvspec.datatype)
             return c, (parse_buffer(IN_PLACE, in_place=True), recvspec, op), st
-        recvspec = parse_buffer(recvbuf, readonly=False)
-        blocks = _blocks(sendbuf, size, readonly=True, call=call)
-        _same_type(blocks.datatype, recvspec.datatype, call)
-        if blocks.counts and blocks.counts[0] != recvspec.count:
-            raise ValueError(
-                f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
-                f"count {recvspec.count}"
-            )
-        st = _staging(c, call, recvspec.datatype, reduce=True)
-        sendspec = st.send(_whole(blocks), reduce=True)
-        recvspec = st.receive(recvspec, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, op), st
+        return _block_reduction(c, call, sendbuf, parse_buffer(recvbuf, readonly=False), op)
 
     Reduce_scatter_block, Ireduce_scatter_block = staged_pair(
         _reduce_scatter_block_args,
@@ -401,22 +382,7 @@ class Collectives:
             counts = tuple(int(n) for n in _allgather_counts(c, parsed.count))
         else:
             counts = _counts(recvcounts, size, call)
-        _same_type(sendspec.datatype, parsed.datatype, call)
-        if sendspec.count != sum(counts):
-            raise ValueError(
-                f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
-            )
-        if parsed.count != counts[rank]:
-            raise ValueError(
-                f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] "
-                f"{counts[rank]}"
-            )
-        st = _staging(c, call, parsed.datatype, reduce=True)
-        per = _per(c, call, parsed)
-        sendspec = st.send(sendspec, reduce=True)
-        recvspec = st.receive(parsed, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
+        return _counted_reduction(c, call, sendspec, parsed, counts, op)
 
     Reduce_scatter, Ireduce_scatter = staged_pair(
         _reduce_scatter_args,
@@ -425,52 +391,7 @@ class Collectives:
         "Reduce-Scatter (nonblocking).",
     )
 
-    # -- pickled objects -------------------------------------------------------------------------
-
-    def bcast(self, obj: Any, root: int = 0) -> Any:
-        """Broadcast a Python object from one process to all other processes."""
-        c = self._live("Comm.bcast")
-        return c.coll.bcast_object(c, obj, _root(root, c, "Comm.bcast"))
-
-    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
-        """Gather Python objects to one process (``None`` on the others)."""
-        c = self._live("Comm.gather")
-        return c.coll.gather_object(c, sendobj, _root(root, c, "Comm.gather"))
-
-    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
-        """Scatter Python objects: item ``i`` of the root's sequence goes to rank ``i``."""
-        c = self._live("Comm.scatter")
-        root = _root(root, c, "Comm.scatter")
-        if c.rank != root:
-            return c.coll.scatter_object(c, None, root)
-        items = _items_told(
-            c, sendobj, "Comm.scatter", lambda failed: c.coll.scatter_object(c, failed, root)
-        )
-        return c.coll.scatter_object(c, items, root)
-
-    def allgather(self, sendobj: Any) -> list[Any]:
-        """Gather Python objects to every process."""
-        c = self._live("Comm.allgather")
-        return c.coll.allgather_object(c, sendobj)
-
-    def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
-        """Item ``i`` of every process's sequence goes to rank ``i``; the items received."""
-        c = self._live("Comm.alltoall")
-        items = _items_told(
-            c, sendobj, "Comm.alltoall", lambda failed: c.coll.alltoall_object(c, failed)
-        )
-        return c.coll.alltoall_object(c, items)
-
-    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
-        """Reduce Python objects to the root (``None`` on the others)."""
-        c = self._live("Comm.reduce")
-        root = _root(root, c, "Comm.reduce")
-        return c.coll.reduce_object(c, sendobj, _object_op(op, "Comm.reduce"), root)
-
-    def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
-        """Reduce Python objects to every process."""
-        c = self._live("Comm.allreduce")
-        return c.coll.allreduce_object(c, sendobj, _object_op(op, "Comm.allreduce"))
+    # -- pickled objects (the others, shared with Intercomm, are in .common_collectives) --------
 
     def scan(self, sendobj: Any, op: Any = SUM) -> Any:
         """Inclusive scan of Python objects: rank ``r`` gets ``x0 op ... op xr``."""
@@ -484,17 +405,6 @@ class Collectives:
 
 
 # -- argument checks ------------------------------------------------------------------------------
-
-
-def _root(root: Any, c: Communicator, call: str) -> int:
-    root = as_int(root, f"{call}: root")
-    if 0 <= root < c.size:
-        return root
-    raise MPIException(
-        ERR_ROOT,
-        f"{call}: root {root} is not a rank of the communicator of size {c.size} "
-        f"(valid: 0..{c.size - 1})",
-    )
 
 
 def _send_spec(sendbuf: Any, call: str, *, in_place: bool) -> BufferSpec:
@@ -579,8 +489,63 @@ def _block_bytes(spec: VectorBufferSpec, index: int) -> int:
 def _staging(
     c: Communicator, call: str, datatype: Datatype | None, *, reduce: bool = False
 ) -> Staging:
-    """The stand-ins of one call (:mod:`.staging`)."""
-    return Staging(call, c, datatype, reduction=reduce)
+    """The stand-ins of one call (:mod:`.staging`); reductions on an intercommunicator are not
+    served when its processes have different data representations."""
+    st = Staging(call, c, datatype, reduction=reduce)
+    if reduce and st.hetero and c.is_inter:
+        raise MPIException(
+            ERR_UNSUPPORTED_OPERATION,
+            f"{call}: reductions on an intercommunicator are not supported when its processes "
+            "have different data representations (a heterogeneous job)",
+        )
+    return st
+
+
+def _block_reduction(
+    c: Communicator, call: str, sendbuf: Any, recvspec: BufferSpec, op: Op
+) -> tuple[Communicator, tuple[Any, ...], Staging]:
+    """The arguments of ``Reduce_scatter_block`` with a send buffer (of either kind of
+    communicator): one block per rank of this group, each the receive buffer's size."""
+    blocks = _blocks(sendbuf, c.size, readonly=True, call=call)
+    _same_type(blocks.datatype, recvspec.datatype, call)
+    if blocks.counts and blocks.counts[0] != recvspec.count:
+        raise ValueError(
+            f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
+            f"count {recvspec.count}"
+        )
+    st = _staging(c, call, recvspec.datatype, reduce=True)
+    sendspec = st.send(_whole(blocks), reduce=True)
+    recvspec = st.receive(recvspec, reduce=True)
+    _check_op(c, op, recvspec.datatype)
+    return c, (sendspec, recvspec, op), st
+
+
+def _counted_reduction(  # noqa: PLR0917 (the call's parsed arguments)
+    c: Communicator,
+    call: str,
+    sendspec: BufferSpec,
+    parsed: BufferSpec,
+    counts: tuple[int, ...],
+    op: Op,
+) -> tuple[Communicator, tuple[Any, ...], Staging]:
+    """The arguments of ``Reduce_scatter`` with a send buffer (of either kind of
+    communicator): ``sum(counts)`` elements sent, ``counts[rank]`` received."""
+    rank = c.rank
+    _same_type(sendspec.datatype, parsed.datatype, call)
+    if sendspec.count != sum(counts):
+        raise ValueError(
+            f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
+        )
+    if parsed.count != counts[rank]:
+        raise ValueError(
+            f"{call}: mismatch in receive count {parsed.count} and counts[{rank}] {counts[rank]}"
+        )
+    st = _staging(c, call, parsed.datatype, reduce=True)
+    per = _per(c, call, parsed)
+    sendspec = st.send(sendspec, reduce=True)
+    recvspec = st.receive(parsed, reduce=True)
+    _check_op(c, op, recvspec.datatype)
+    return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
 
 
 def _per(c: Communicator, call: str, spec: BufferSpec) -> int:
@@ -736,43 +701,3 @@ def _allgather_counts(c: Communicator, count: int) -> np.ndarray:
     c.coll.allgather(c, st.send(mine), staged)
     st.finish()
     return sizes
-
-
-# -- pickled objects -------------------------------------------------------------------------------
-
-
-def _items(sendobj: Any, size: int, call: str) -> list[Any]:
-    if sendobj is None:
-        raise ValueError(f"{call}: the root must give a sequence of {size} objects, not None")
-    try:
-        items = list(sendobj)
-    except TypeError:
-        raise TypeError(
-            f"{call}: expecting a sequence of {size} objects (one per rank), not "
-            f"{type(sendobj).__name__}"
-        ) from None
-    if len(items) != size:
-        raise ValueError(f"{call}: expecting {size} items (one per rank), got {len(items)}")
-    return items
-
-
-def _items_told(
-    c: Communicator, sendobj: Any, call: str, collective: Callable[[list[Any]], Any]
-) -> list[Any]:
-    """The items to send, one per rank; when they are not, the peers already waiting in the
-    collective learn of it through the collective itself (a failure in place of every item)
-    before the error is raised here, so none of them waits forever."""
-    try:
-        return _items(sendobj, c.size, call)
-    except (TypeError, ValueError) as error:
-        with contextlib.suppress(MPIException):
-            collective([Failure.of(c, error)] * c.size)
-        raise
-
-
-def _object_op(op: Any, call: str) -> Any:
-    if not callable(op):
-        raise TypeError(
-            f"{call}: op must be an MPI.Op or a function of two objects, not {type(op).__name__}"
-        )
-    return op

@@ -26,52 +26,51 @@ from typing import Any
 
 from ..constants import IN_PLACE, PROC_NULL, ROOT
 from ..datatype.buffer import BufferSpec, parse_buffer
-from ..errors import ERR_ROOT, ERR_UNSUPPORTED_OPERATION
+from ..errors import ERR_ROOT
 from ..errors import Exception as MPIException
 from ..op import SUM, Op
 from .checks import as_int
 from .collective import (
-    _blocks,
+    _block_reduction,
     _check_op,
+    _counted_reduction,
     _counts,
-    _items,
-    _object_op,
-    _per,
     _per_rank,
-    _same_type,
+    _reduction_send,
+    _staging,
     _w_specs,
-    _whole,
 )
+from .common_collectives import CommonCollectives
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
-from .request import Request
 from .staging import BlockwiseStaging, Staging
 
 
-class InterCollectives:
-    """The collective half of :class:`~.intercomm.Intercomm` (``_live`` gives the communicator)."""
+def _root(root: Any, c: Communicator, call: str) -> int:
+    """An intercommunicator root: ROOT, PROC_NULL or a rank of the remote group."""
+    root = as_int(root, f"{call}: root")
+    if root in (ROOT, PROC_NULL) or 0 <= root < c.remote_size:
+        return root
+    raise MPIException(
+        ERR_ROOT,
+        f"{call}: root {root} is not valid on an intercommunicator: MPI.ROOT at the root, "
+        f"MPI.PROC_NULL at the other processes of its group, the root's rank in the remote "
+        f"group (0..{c.remote_size - 1}) in the other group",
+    )
+
+
+class InterCollectives(CommonCollectives):
+    """The collective half of :class:`~.intercomm.Intercomm` (``_live`` gives the communicator;
+    the barriers and the object collectives are :class:`.CommonCollectives`')."""
 
     __slots__ = ()
-    _c: Communicator | None  # provided by Comm
 
-    def _live(self, call: str) -> Communicator:  # provided by Comm
-        raise NotImplementedError
+    _object_root = staticmethod(_root)
 
-    # -- barrier ---------------------------------------------------------------------------------
-
-    def Barrier(self) -> None:
-        """Barrier synchronization (every process of both groups)."""
-        c = self._live("Comm.Barrier")
-        c.coll.barrier(c)
-
-    def Ibarrier(self) -> Request:
-        """Nonblocking barrier synchronization."""
-        c = self._live("Comm.Ibarrier")
-        return Request._of(c.coll.ibarrier(c), c)
-
-    barrier = Barrier
-    ibarrier = Ibarrier
+    @staticmethod
+    def _gives_items(c: Communicator, root: int) -> bool:
+        return root == ROOT
 
     # -- broadcast -------------------------------------------------------------------------------
 
@@ -142,10 +141,7 @@ class InterCollectives:
             )
             st = _staging(c, call, sendspec.datatype)
             return c, (st.blocks(sendspec, output=False), None, root), st
-        recvbuf = given(recvbuf, call, "recvbuf")
-        if recvbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
-        recvspec = parse_buffer(recvbuf, readonly=False)
+        recvspec = parse_buffer(_not_in_place(recvbuf, call, "recvbuf"), readonly=False)
         st = _staging(c, call, recvspec.datatype)
         return c, (None, st.receive(recvspec, origin=root), root), st
 
@@ -197,9 +193,7 @@ class InterCollectives:
         c = self._live(call)
         size = c.remote_size
         recvspec = _per_rank(given(recvbuf, call, "recvbuf"), size, call, "recvbuf", readonly=False)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+        sendbuf = _not_in_place(sendbuf, call)
         sendspec = _per_rank(sendbuf, size, call, "sendbuf", readonly=True)
         st = _staging(c, call, recvspec.datatype)
         staged = st.blocks(recvspec, output=True, load=False, origins=range(size))
@@ -224,9 +218,7 @@ class InterCollectives:
         c = self._live(call)
         size = c.remote_size
         recvspecs = _w_specs(given(recvbuf, call, "recvbuf"), size, readonly=False, call=call)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+        sendbuf = _not_in_place(sendbuf, call)
         sendspecs = _w_specs(sendbuf, size, readonly=True, call=call)
         st = BlockwiseStaging(call, c)
         sending = tuple(st.send(spec) for spec in sendspecs)
@@ -273,13 +265,7 @@ class InterCollectives:
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvspec = parse_buffer(given(recvbuf, call, "recvbuf"), readonly=False)
-        sendspec = _send(sendbuf, call)
-        _same_type(sendspec.datatype, recvspec.datatype, call)
-        if sendspec.count != recvspec.count:
-            raise ValueError(
-                f"{call}: mismatch in send count {sendspec.count} and receive count "
-                f"{recvspec.count}"
-            )
+        sendspec = _reduction_send(_not_in_place(sendbuf, call), recvspec, call)
         st = _staging(c, call, recvspec.datatype, reduce=True)
         sendspec = st.send(sendspec, reduce=True)
         recvspec = st.receive(recvspec, reduce=True)
@@ -298,21 +284,7 @@ class InterCollectives:
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         recvspec = parse_buffer(given(recvbuf, call, "recvbuf"), readonly=False)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
-        blocks = _blocks(sendbuf, c.size, readonly=True, call=call)
-        _same_type(blocks.datatype, recvspec.datatype, call)
-        if blocks.counts and blocks.counts[0] != recvspec.count:
-            raise ValueError(
-                f"{call}: mismatch in send count {blocks.counts[0]} (per rank) and receive "
-                f"count {recvspec.count}"
-            )
-        st = _staging(c, call, recvspec.datatype, reduce=True)
-        sendspec = st.send(_whole(blocks), reduce=True)
-        recvspec = st.receive(recvspec, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, op), st
+        return _block_reduction(c, call, _not_in_place(sendbuf, call), recvspec, op)
 
     Reduce_scatter_block, Ireduce_scatter_block = staged_pair(
         _reduce_scatter_block_args,
@@ -331,32 +303,14 @@ class InterCollectives:
     ) -> tuple[Communicator, tuple[Any, ...], Staging]:
         c = self._live(call)
         parsed = parse_buffer(given(recvbuf, call, "recvbuf"), readonly=False)
-        sendbuf = given(sendbuf, call, "sendbuf")
-        if sendbuf is IN_PLACE:
-            raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+        sendbuf = _not_in_place(sendbuf, call)
         if recvcounts is None:
             raise ValueError(
                 f"{call}: on an intercommunicator the receive counts of this group must be "
                 "given (recvcounts)"
             )
         counts = _counts(recvcounts, c.size, call)
-        sendspec = parse_buffer(sendbuf)
-        _same_type(sendspec.datatype, parsed.datatype, call)
-        if sendspec.count != sum(counts):
-            raise ValueError(
-                f"{call}: mismatch in send count {sendspec.count} and sum(counts) {sum(counts)}"
-            )
-        if parsed.count != counts[c.rank]:
-            raise ValueError(
-                f"{call}: mismatch in receive count {parsed.count} and counts[{c.rank}] "
-                f"{counts[c.rank]}"
-            )
-        st = _staging(c, call, parsed.datatype, reduce=True)
-        per = _per(c, call, parsed)
-        sendspec = st.send(sendspec, reduce=True)
-        recvspec = st.receive(parsed, reduce=True)
-        _check_op(c, op, recvspec.datatype)
-        return c, (sendspec, recvspec, tuple(count * per for count in counts), op), st
+        return _counted_reduction(c, call, parse_buffer(sendbuf), parsed, counts, op)
 
     Reduce_scatter, Ireduce_scatter = staged_pair(
         _reduce_scatter_args,
@@ -365,80 +319,20 @@ class InterCollectives:
         "Reduce-Scatter (nonblocking).",
     )
 
-    # -- pickled objects -------------------------------------------------------------------------
-
-    def bcast(self, obj: Any, root: int = 0) -> Any:
-        """Broadcast a Python object from the root (root=ROOT) to the other group."""
-        c = self._live("Comm.bcast")
-        return c.coll.bcast_object(c, obj, _root(root, c, "Comm.bcast"))
-
-    def gather(self, sendobj: Any, root: int = 0) -> list[Any] | None:
-        """Gather the other group's objects to the root (a list there, None elsewhere)."""
-        c = self._live("Comm.gather")
-        return c.coll.gather_object(c, sendobj, _root(root, c, "Comm.gather"))
-
-    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0) -> Any:
-        """Scatter the root's objects: item ``i`` goes to rank ``i`` of the other group."""
-        c = self._live("Comm.scatter")
-        root = _root(root, c, "Comm.scatter")
-        items = _items(sendobj, c.remote_size, "Comm.scatter") if root == ROOT else None
-        return c.coll.scatter_object(c, items, root)
-
-    def allgather(self, sendobj: Any) -> list[Any]:
-        """The objects of every process of the other group, in its rank order."""
-        c = self._live("Comm.allgather")
-        return c.coll.allgather_object(c, sendobj)
-
-    def alltoall(self, sendobj: Sequence[Any]) -> list[Any]:
-        """Item ``i`` goes to rank ``i`` of the other group; one item from each of its ranks."""
-        c = self._live("Comm.alltoall")
-        return c.coll.alltoall_object(c, _items(sendobj, c.remote_size, "Comm.alltoall"))
-
-    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0) -> Any | None:
-        """Reduce the other group's objects to the root (None elsewhere)."""
-        c = self._live("Comm.reduce")
-        root = _root(root, c, "Comm.reduce")
-        return c.coll.reduce_object(c, sendobj, _object_op(op, "Comm.reduce"), root)
-
-    def allreduce(self, sendobj: Any, op: Any = SUM) -> Any:
-        """Each group receives the reduction of the other group's objects."""
-        c = self._live("Comm.allreduce")
-        return c.coll.allreduce_object(c, sendobj, _object_op(op, "Comm.allreduce"))
-
 
 # -- argument checks ------------------------------------------------------------------------------
 
 
-def _root(root: Any, c: Communicator, call: str) -> int:
-    """An intercommunicator root: ROOT, PROC_NULL or a rank of the remote group."""
-    root = as_int(root, f"{call}: root")
-    if root in (ROOT, PROC_NULL) or 0 <= root < c.remote_size:
-        return root
-    raise MPIException(
-        ERR_ROOT,
-        f"{call}: root {root} is not valid on an intercommunicator: MPI.ROOT at the root, "
-        f"MPI.PROC_NULL at the other processes of its group, the root's rank in the remote "
-        f"group (0..{c.remote_size - 1}) in the other group",
-    )
+def _not_in_place(buf: Any, call: str, what: str = "sendbuf") -> Any:
+    """The buffer ``what``, which must be given and may not be ``MPI.IN_PLACE`` here."""
+    buf = given(buf, call, what)
+    if buf is IN_PLACE:
+        raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
+    return buf
 
 
 def _send(sendbuf: Any, call: str) -> BufferSpec:
-    sendbuf = given(sendbuf, call, "sendbuf")
-    if sendbuf is IN_PLACE:
-        raise ValueError(f"{call}: MPI.IN_PLACE is not valid on an intercommunicator")
-    return parse_buffer(sendbuf)
-
-
-def _staging(c: Communicator, call: str, datatype: Any, *, reduce: bool = False) -> Staging:
-    """The stand-ins of one call; reductions in a heterogeneous job are not served here."""
-    st = Staging(call, c, datatype, reduction=reduce)
-    if reduce and st.hetero:
-        raise MPIException(
-            ERR_UNSUPPORTED_OPERATION,
-            f"{call}: reductions on an intercommunicator are not supported when its processes "
-            "have different data representations (a heterogeneous job)",
-        )
-    return st
+    return parse_buffer(_not_in_place(sendbuf, call))
 
 
 __all__ = ["InterCollectives"]

@@ -17,7 +17,6 @@ through the same stand-ins as the other collectives (:mod:`.staging`).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +24,8 @@ from ..constants import IN_PLACE, PROC_NULL
 from ..datatype.buffer import VectorBufferSpec, parse_buffer
 from ..errors import ERR_TOPOLOGY
 from ..errors import Exception as MPIException
-from ..mca.coll.base import Failure
 from .collective import _count_given, _per_rank, _staging, _w_specs
+from .common_collectives import _one_each, _told
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given
@@ -140,14 +139,7 @@ class NeighborCollectives:
         call = "Topocomm.neighbor_alltoall"
         c = self._live(call)
         _, destinations = _edges(c, call)
-        try:
-            items = _items(sendobj, len(destinations), call)
-        except (TypeError, ValueError) as error:
-            # The neighbours already waiting in the collective learn of it through the
-            # collective itself (a failure along every edge), so none of them waits forever.
-            with contextlib.suppress(MPIException):
-                c.coll.neighbor_alltoall_object(c, [Failure.of(c, error)] * len(destinations))
-            raise
+        items = _told(_items, sendobj, len(destinations), call)  # a bad sequence: told to all
         return c.coll.neighbor_alltoall_object(c, items)
 
 
@@ -203,15 +195,7 @@ def _origins(c: Communicator, sources: tuple[int, ...]) -> list[int]:
 
 
 def _items(sendobj: Any, count: int, call: str) -> list[Any]:
+    """One object per out-edge (``None``: ``None`` along every edge, as mpi4py reads it)."""
     if sendobj is None:
         return [None] * count
-    try:
-        items = list(sendobj)
-    except TypeError:
-        raise TypeError(
-            f"{call}: expecting a sequence of {count} objects (one per out-edge), not "
-            f"{type(sendobj).__name__}"
-        ) from None
-    if len(items) != count:
-        raise ValueError(f"{call}: expecting {count} items (one per out-edge), got {len(items)}")
-    return items
+    return _one_each(sendobj, count, call, "out-edge")

@@ -28,239 +28,158 @@ followed by the local conversion and reduction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import inspect
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ..completion import CoreRequest, chain
-from ..errors import ERR_COMM, ERR_OP, ERR_REQUEST
+from ..errors import ERR_COMM, ERR_REQUEST
 from ..errors import Exception as MPIException
 from ..mca.coll.interface import PersistentCollective
-from ..op import SUM, Op
 from .collective import Collectives
 from .communicator import Communicator
+from .families import _present
 from .hetero_reductions import HeteroReductions
-from .info import INFO_NULL, Info, info_items
+from .info import INFO_NULL, info_items
 from .neighbor import NeighborCollectives
 from .request import Prequest
-from .staging import Staging
+from .staging import StagedRequest, Staging
 
 #: What a collective's argument function returns: communicator, table arguments, staging.
 Parsed = tuple[Communicator, tuple[Any, ...], Staging | None]
 
+_Self = TypeVar("_Self")
+_Params = ParamSpec("_Params")
+
+
+def persistent(
+    arguments: Callable[Concatenate[_Self, str, _Params], Parsed], call: str, doc: str
+) -> Callable[..., Prequest]:
+    """The method ``call`` (``"Comm.Gather_init"``): the persistent form of the collective
+    whose argument reader is ``arguments`` (the one its blocking and nonblocking forms use).
+
+    Its signature is the reader's (without ``call``) followed by ``info=INFO_NULL``, as
+    mpi4py's; calling it reserves the request's tag and checks ``info`` (:func:`_begin`),
+    reads the arguments exactly as the collective does and sets the operation up once
+    (:func:`_initialize`; the coll table's ``x_init``, ``x`` being the name in lower case
+    without ``_init``).
+    """
+    operation = call.rpartition(".")[2].removesuffix("_init").lower()
+
+    def method(self: _Self, /, *args: Any, **kwargs: Any) -> Prequest:
+        bound = signature.bind(self, *args, **kwargs)  # the method's own (set below)
+        info = bound.arguments.pop("info", INFO_NULL)
+        _begin(self, call, info)
+        return _initialize(call, operation, arguments(self, call, *bound.args[1:], **bound.kwargs))
+
+    _present(method, call, doc, arguments, (list(inspect.signature(arguments).parameters)[1],))
+    parameters = list(inspect.signature(method).parameters.values())
+    info = inspect.Parameter(
+        "info", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=INFO_NULL, annotation="Info"
+    )
+    signature = inspect.Signature([*parameters, info], return_annotation="Prequest")
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    method.__annotations__ = {**method.__annotations__, "info": "Info", "return": "Prequest"}
+    return method
+
+
+def _no_arguments(self: Any, call: str) -> Parsed:
+    """The argument reader of a barrier: no buffers, only the live communicator."""
+    return self._live(call), (), None
+
 
 class PersistentCollectives:
-    """The persistent half of :class:`~.comm.Intracomm` (with :class:`.Collectives`)."""
+    """The persistent half of :class:`~.comm.Intracomm` (with :class:`.Collectives`): one row
+    a method, its name and the argument reader of its collective."""
 
     __slots__ = ()
 
-    def Barrier_init(self, info: Info = INFO_NULL) -> Prequest:
-        """Persistent Barrier."""
-        call = "Comm.Barrier_init"
-        c = _begin(self, call, info)
-        return _initialize(call, "barrier", (c, (), None))
-
-    def Bcast_init(self, buf: Any, root: int = 0, info: Info = INFO_NULL) -> Prequest:
-        """Persistent Broadcast."""
-        call = "Comm.Bcast_init"
-        _begin(self, call, info)
-        return _initialize(call, "bcast", _collectives(self)._bcast_args(call, buf, root))
-
-    def Gather_init(
-        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Gather."""
-        call = "Comm.Gather_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._gather_args(call, sendbuf, recvbuf, root)
-        return _initialize(call, "gather", parsed)
-
-    def Gatherv_init(
-        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Gather Vector."""
-        call = "Comm.Gatherv_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._gather_args(call, sendbuf, recvbuf, root)
-        return _initialize(call, "gatherv", parsed)
-
-    def Scatter_init(
-        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Scatter."""
-        call = "Comm.Scatter_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._scatter_args(call, sendbuf, recvbuf, root)
-        return _initialize(call, "scatter", parsed)
-
-    def Scatterv_init(
-        self, sendbuf: Any, recvbuf: Any, root: int = 0, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Scatter Vector."""
-        call = "Comm.Scatterv_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._scatter_args(call, sendbuf, recvbuf, root)
-        return _initialize(call, "scatterv", parsed)
-
-    def Allgather_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
-        """Persistent Gather to All."""
-        call = "Comm.Allgather_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._allgather_args(call, sendbuf, recvbuf)
-        return _initialize(call, "allgather", parsed)
-
-    def Allgatherv_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
-        """Persistent Gather to All Vector."""
-        call = "Comm.Allgatherv_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._allgather_args(call, sendbuf, recvbuf)
-        return _initialize(call, "allgatherv", parsed)
-
-    def Alltoall_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
-        """Persistent All to All Scatter/Gather."""
-        call = "Comm.Alltoall_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._alltoall_args(call, sendbuf, recvbuf)
-        return _initialize(call, "alltoall", parsed)
-
-    def Alltoallv_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
-        """Persistent All to All Scatter/Gather Vector."""
-        call = "Comm.Alltoallv_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._alltoall_args(call, sendbuf, recvbuf)
-        return _initialize(call, "alltoallv", parsed)
-
-    def Alltoallw_init(self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL) -> Prequest:
-        """Persistent All to All Scatter/Gather General."""
-        call = "Comm.Alltoallw_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._alltoallw_args(call, sendbuf, recvbuf)
-        return _initialize(call, "alltoallw", parsed)
-
-    def Reduce_init(
-        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Reduce to Root."""
-        call = "Comm.Reduce_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._reduce_args(call, sendbuf, recvbuf, op, root)
-        return _initialize(call, "reduce", parsed)
-
-    def Allreduce_init(
-        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Reduce to All."""
-        call = "Comm.Allreduce_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
-        return _initialize(call, "allreduce", parsed)
-
-    def Reduce_scatter_block_init(
-        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Reduce-Scatter Block (regular, non-vector version)."""
-        call = "Comm.Reduce_scatter_block_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._reduce_scatter_block_args(call, sendbuf, recvbuf, op)
-        return _initialize(call, "reduce_scatter_block", parsed)
-
-    def Reduce_scatter_init(
-        self,
-        sendbuf: Any,
-        recvbuf: Any,
-        recvcounts: Sequence[int] | None = None,
-        op: Op = SUM,
-        info: Info = INFO_NULL,
-    ) -> Prequest:
-        """Persistent Reduce-Scatter (vector version)."""
-        call = "Comm.Reduce_scatter_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._reduce_scatter_args(call, sendbuf, recvbuf, recvcounts, op)
-        return _initialize(call, "reduce_scatter", parsed)
-
-    def Scan_init(
-        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Inclusive Scan."""
-        call = "Intracomm.Scan_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
-        return _initialize(call, "scan", parsed)
-
-    def Exscan_init(
-        self, sendbuf: Any, recvbuf: Any, op: Op = SUM, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Exclusive Scan."""
-        call = "Intracomm.Exscan_init"
-        _begin(self, call, info)
-        parsed = _collectives(self)._everyone_args(call, sendbuf, recvbuf, op)
-        return _initialize(call, "exscan", parsed)
+    Barrier_init = persistent(_no_arguments, "Comm.Barrier_init", "Persistent Barrier.")
+    Bcast_init = persistent(Collectives._bcast_args, "Comm.Bcast_init", "Persistent Broadcast.")
+    Gather_init = persistent(Collectives._gather_args, "Comm.Gather_init", "Persistent Gather.")
+    Gatherv_init = persistent(
+        Collectives._gather_args, "Comm.Gatherv_init", "Persistent Gather Vector."
+    )
+    Scatter_init = persistent(Collectives._scatter_args, "Comm.Scatter_init", "Persistent Scatter.")
+    Scatterv_init = persistent(
+        Collectives._scatter_args, "Comm.Scatterv_init", "Persistent Scatter Vector."
+    )
+    Allgather_init = persistent(
+        Collectives._allgather_args, "Comm.Allgather_init", "Persistent Gather to All."
+    )
+    Allgatherv_init = persistent(
+        Collectives._allgather_args, "Comm.Allgatherv_init", "Persistent Gather to All Vector."
+    )
+    Alltoall_init = persistent(
+        Collectives._alltoall_args, "Comm.Alltoall_init", "Persistent All to All Scatter/Gather."
+    )
+    Alltoallv_init = persistent(
+        Collectives._alltoall_args,
+        "Comm.Alltoallv_init",
+        "Persistent All to All Scatter/Gather Vector.",
+    )
+    Alltoallw_init = persistent(
+        Collectives._alltoallw_args,
+        "Comm.Alltoallw_init",
+        "Persistent All to All Scatter/Gather General.",
+    )
+    Reduce_init = persistent(
+        Collectives._reduce_args, "Comm.Reduce_init", "Persistent Reduce to Root."
+    )
+    Allreduce_init = persistent(
+        Collectives._everyone_args, "Comm.Allreduce_init", "Persistent Reduce to All."
+    )
+    Reduce_scatter_block_init = persistent(
+        Collectives._reduce_scatter_block_args,
+        "Comm.Reduce_scatter_block_init",
+        "Persistent Reduce-Scatter Block (regular, non-vector version).",
+    )
+    Reduce_scatter_init = persistent(
+        Collectives._reduce_scatter_args,
+        "Comm.Reduce_scatter_init",
+        "Persistent Reduce-Scatter (vector version).",
+    )
+    Scan_init = persistent(
+        Collectives._everyone_args, "Intracomm.Scan_init", "Persistent Inclusive Scan."
+    )
+    Exscan_init = persistent(
+        Collectives._everyone_args, "Intracomm.Exscan_init", "Persistent Exclusive Scan."
+    )
 
 
 class PersistentNeighborCollectives:
     """The persistent neighbor collectives of :class:`~.topocomm.Topocomm` (with
-    :class:`~.neighbor.NeighborCollectives`, whose argument functions they share)."""
+    :class:`~.neighbor.NeighborCollectives`, whose argument readers they share)."""
 
     __slots__ = ()
 
-    def Neighbor_allgather_init(
-        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Neighbor Gather to All."""
-        call = "Topocomm.Neighbor_allgather_init"
-        _begin(self, call, info)
-        parsed = _neighbors(self)._neighbor_allgather_args(call, sendbuf, recvbuf)
-        return _initialize(call, "neighbor_allgather", parsed)
-
-    def Neighbor_allgatherv_init(
-        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Neighbor Gather to All Vector."""
-        call = "Topocomm.Neighbor_allgatherv_init"
-        _begin(self, call, info)
-        parsed = _neighbors(self)._neighbor_allgather_args(call, sendbuf, recvbuf)
-        return _initialize(call, "neighbor_allgatherv", parsed)
-
-    def Neighbor_alltoall_init(
-        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Neighbor All to All."""
-        call = "Topocomm.Neighbor_alltoall_init"
-        _begin(self, call, info)
-        parsed = _neighbors(self)._neighbor_alltoall_args(call, sendbuf, recvbuf)
-        return _initialize(call, "neighbor_alltoall", parsed)
-
-    def Neighbor_alltoallv_init(
-        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Neighbor All to All Vector."""
-        call = "Topocomm.Neighbor_alltoallv_init"
-        _begin(self, call, info)
-        parsed = _neighbors(self)._neighbor_alltoall_args(call, sendbuf, recvbuf)
-        return _initialize(call, "neighbor_alltoallv", parsed)
-
-    def Neighbor_alltoallw_init(
-        self, sendbuf: Any, recvbuf: Any, info: Info = INFO_NULL
-    ) -> Prequest:
-        """Persistent Neighbor All to All General."""
-        call = "Topocomm.Neighbor_alltoallw_init"
-        _begin(self, call, info)
-        parsed = _neighbors(self)._neighbor_alltoallw_args(call, sendbuf, recvbuf)
-        return _initialize(call, "neighbor_alltoallw", parsed)
+    Neighbor_allgather_init = persistent(
+        NeighborCollectives._neighbor_allgather_args,
+        "Topocomm.Neighbor_allgather_init",
+        "Persistent Neighbor Gather to All.",
+    )
+    Neighbor_allgatherv_init = persistent(
+        NeighborCollectives._neighbor_allgather_args,
+        "Topocomm.Neighbor_allgatherv_init",
+        "Persistent Neighbor Gather to All Vector.",
+    )
+    Neighbor_alltoall_init = persistent(
+        NeighborCollectives._neighbor_alltoall_args,
+        "Topocomm.Neighbor_alltoall_init",
+        "Persistent Neighbor All to All.",
+    )
+    Neighbor_alltoallv_init = persistent(
+        NeighborCollectives._neighbor_alltoall_args,
+        "Topocomm.Neighbor_alltoallv_init",
+        "Persistent Neighbor All to All Vector.",
+    )
+    Neighbor_alltoallw_init = persistent(
+        NeighborCollectives._neighbor_alltoallw_args,
+        "Topocomm.Neighbor_alltoallw_init",
+        "Persistent Neighbor All to All General.",
+    )
 
 
 # -- the request --------------------------------------------------------------------------------
-
-
-def _neighbors(handle: object) -> NeighborCollectives:
-    """The handle as the neighbor collective mixin it is combined with."""
-    assert isinstance(handle, NeighborCollectives)
-    return handle
-
-
-def _collectives(handle: object) -> Collectives:
-    """The handle as the collective mixin it is combined with (its argument functions)."""
-    assert isinstance(handle, Collectives)
-    return handle
 
 
 def _begin(handle: Any, call: str, info: Any) -> Communicator:
@@ -298,7 +217,7 @@ def _initialize(call: str, operation: str, parsed: Parsed) -> Prequest:
             refill()
         if finish is None:
             return persistent.start()
-        return _Finished(persistent.start(), finish)
+        return StagedRequest(persistent.start(), finish)
 
     def on_free(active: Any) -> None:
         if active is not None:
@@ -319,34 +238,3 @@ def _both(first: Callable[[], None], then: Callable[[], None]) -> Callable[[], N
         then()
 
     return both
-
-
-class _Finished(CoreRequest):
-    """One start whose results need local work once the transfers completed (unpacking
-    stand-ins, a heterogeneous reduction): complete only after it, so a program that sees the
-    request complete sees its data in place."""
-
-    __slots__ = ("finishing", "inner")
-
-    def __init__(self, inner: Any, finishing: Callable[[], None]) -> None:
-        super().__init__()
-        self.inner = inner
-        self.finishing = finishing
-        if inner.complete:
-            self._done(inner)
-        else:
-            chain(inner, self._done)
-
-    def _done(self, inner: Any) -> None:
-        if inner.exception is not None:
-            self.fail(inner.error, inner.exception)
-            return
-        try:
-            self.finishing()
-        except Exception as error:
-            self.fail(error.error_class if isinstance(error, MPIException) else ERR_OP, error)
-            return
-        self.finish()
-
-    def cancel(self) -> None:
-        """Collectives are not cancelled (MPI forbids it); nothing to do."""

@@ -439,7 +439,7 @@ class Staging:
         results were unpacked."""
         if not self._after:
             return inner
-        return StagedRequest(inner, self)
+        return StagedRequest(inner, self.finish)
 
 
 class BlockwiseStaging(Staging):
@@ -461,18 +461,21 @@ class BlockwiseStaging(Staging):
 
 
 class StagedRequest(CoreRequest):
-    """A nonblocking collective whose results are unpacked from stand-ins when it completes.
+    """A collective's request whose results need local work once its transfers completed
+    (unpacking stand-ins, a heterogeneous reduction): nonblocking collectives and each start
+    of a persistent one.
 
-    It completes (with ``inner``'s status) only after the unpacking, so a program that sees it
-    complete sees its data in place.
+    It completes (with ``inner``'s status) only after ``finishing`` ran, so a program that
+    sees it complete sees its data in place; an error there fails it (its MPI error class, or
+    ``ERR_OP``).
     """
 
-    __slots__ = ("inner", "staging")
+    __slots__ = ("finishing", "inner")
 
-    def __init__(self, inner: Any, staging: Staging) -> None:
+    def __init__(self, inner: Any, finishing: Callable[[], Any]) -> None:
         super().__init__()
         self.inner = inner
-        self.staging = staging
+        self.finishing = finishing
         if inner.complete:
             self._done(inner)
         else:
@@ -484,9 +487,9 @@ class StagedRequest(CoreRequest):
             self.fail(inner.error, inner.exception)
             return
         try:
-            self.staging.finish()
+            self.finishing()
         except Exception as error:
-            self.fail(ERR_OP, error)
+            self.fail(error.error_class if isinstance(error, MPIException) else ERR_OP, error)
             return
         self.finish()
 

@@ -235,19 +235,7 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
         comm: Any = None,
     ) -> Self:
         """Create a window object for one-sided communication, with memory MPI allocates."""
-        call = "Win.Allocate"
-        comm = _comm_or_self(comm)
-        size = _size(size, call)
-        disp_unit = _disp_unit(disp_unit, call)
-        return cls._make(
-            call,
-            flavor=FLAVOR_ALLOCATE,
-            comm=comm,
-            memory=None,
-            size=size,
-            disp_unit=disp_unit,
-            info=info,
-        )
+        return cls._allocated("Win.Allocate", FLAVOR_ALLOCATE, size, disp_unit, info, comm)
 
     @classmethod
     def Allocate_shared(
@@ -258,13 +246,20 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
         comm: Any = None,
     ) -> Self:
         """Create a window object whose memory every process of ``comm`` can load and store."""
-        call = "Win.Allocate_shared"
+        return cls._allocated("Win.Allocate_shared", FLAVOR_SHARED, size, disp_unit, info, comm)
+
+    @classmethod
+    def _allocated(  # noqa: PLR0917 (the public calls' own arguments, passed on)
+        cls, call: str, flavor: int, size: Any, disp_unit: Any, info: Any, comm: Any
+    ) -> Self:
+        """A window whose memory the osc component allocates (``Allocate``,
+        ``Allocate_shared``): the arguments checked, then :meth:`_make`."""
         comm = _comm_or_self(comm)
         size = _size(size, call)
         disp_unit = _disp_unit(disp_unit, call)
         return cls._make(
             call,
-            flavor=FLAVOR_SHARED,
+            flavor=flavor,
             comm=comm,
             memory=None,
             size=size,
@@ -484,26 +479,41 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
         except (TypeError, ValueError) as error:
             raise type(error)(f"{call}: origin: {error}") from None
 
+    def _rma(
+        self,
+        call: str,
+        kind: Literal["put", "get", "accumulate"],
+        origin: Any,
+        target_rank: Any,
+        target: Any,
+        *,
+        op: Any = None,
+    ) -> Any:
+        """The one body of ``Put``, ``Get``, ``Accumulate`` and their request forms: the
+        origin read (a ``Get`` writes it), the target checked, the module's operation started;
+        what the module returns (its request), or None for ``PROC_NULL``."""
+        spec = self._origin(origin, call, readonly=kind != "get")
+        found = self._target(call, spec, target_rank, target)
+        if found is None:
+            return None
+        module = found[0].module
+        if kind == "put":
+            return module.put(spec, found[1])
+        if kind == "get":
+            return module.get(spec, found[1])
+        return module.accumulate(spec, found[1], _op(op, call))
+
     def Put(self, origin: Any, target_rank: int, target: Any = None) -> None:
         """Put data into a memory window on a remote process."""
-        spec = self._origin(origin, "Win.Put", readonly=True)
-        found = self._target("Win.Put", spec, target_rank, target)
-        if found is not None:
-            found[0].module.put(spec, found[1])
+        self._rma("Win.Put", "put", origin, target_rank, target)
 
     def Get(self, origin: Any, target_rank: int, target: Any = None) -> None:
         """Get data from a memory window on a remote process."""
-        spec = self._origin(origin, "Win.Get", readonly=False)
-        found = self._target("Win.Get", spec, target_rank, target)
-        if found is not None:
-            found[0].module.get(spec, found[1])
+        self._rma("Win.Get", "get", origin, target_rank, target)
 
     def Accumulate(self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM) -> None:
         """Accumulate data into the target process."""
-        spec = self._origin(origin, "Win.Accumulate", readonly=True)
-        found = self._target("Win.Accumulate", spec, target_rank, target)
-        if found is not None:
-            found[0].module.accumulate(spec, found[1], _op(op, "Win.Accumulate"))
+        self._rma("Win.Accumulate", "accumulate", origin, target_rank, target, op=op)
 
     def Get_accumulate(
         self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM
@@ -568,26 +578,18 @@ class Win(ErrhandlerMixin, CachesAttributes, Handle, referent="_w"):
 
     def Rput(self, origin: Any, target_rank: int, target: Any = None) -> Request:
         """Put data into a memory window on a remote process (a request)."""
-        spec = self._origin(origin, "Win.Rput", readonly=True)
-        found = self._target("Win.Rput", spec, target_rank, target)
-        return self._request(None if found is None else found[0].module.put(spec, found[1]))
+        return self._request(self._rma("Win.Rput", "put", origin, target_rank, target))
 
     def Rget(self, origin: Any, target_rank: int, target: Any = None) -> Request:
         """Get data from a memory window on a remote process (a request)."""
-        spec = self._origin(origin, "Win.Rget", readonly=False)
-        found = self._target("Win.Rget", spec, target_rank, target)
-        return self._request(None if found is None else found[0].module.get(spec, found[1]))
+        return self._request(self._rma("Win.Rget", "get", origin, target_rank, target))
 
     def Raccumulate(
         self, origin: Any, target_rank: int, target: Any = None, op: Op = SUM
     ) -> Request:
         """Accumulate data into the target process (a request)."""
-        call = "Win.Raccumulate"
-        spec = self._origin(origin, call, readonly=True)
-        found = self._target(call, spec, target_rank, target)
-        if found is None:
-            return self._request(None)
-        return self._request(found[0].module.accumulate(spec, found[1], _op(op, call)))
+        core = self._rma("Win.Raccumulate", "accumulate", origin, target_rank, target, op=op)
+        return self._request(core)
 
     def Rget_accumulate(
         self, origin: Any, result: Any, target_rank: int, target: Any = None, op: Op = SUM

@@ -26,6 +26,7 @@ from .interface import (
     CollModule,
     Combine,
     InterCollComm,
+    Items,
     PersistentCollective,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "CollModule",
     "Combine",
     "InterCollComm",
+    "Items",
     "PersistentCollective",
     "framework",
 ]

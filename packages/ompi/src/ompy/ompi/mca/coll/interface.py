@@ -83,6 +83,13 @@ Reductions must keep rank order (``op`` is associative, not necessarily commutat
 member gets its own object, the root included (never the caller's object itself).  The
 signatures are typed once, below (:data:`SIGNATURES`).
 
+The ``items`` of ``scatter_object``, ``alltoall_object`` and ``neighbor_alltoall_object`` may
+be the error the API's check of the caller's sequence raised (:data:`Items`: not a sequence,
+or not one object per peer): the peers are already waiting in the collective, so the module
+plays this member's part with a failure in place of every item (the peers raise naming this
+rank) and raises that error itself once its part is done
+(:meth:`ompy.ompi.mca.coll.base.Outcome.items`).
+
 Nonblocking forms: the same name with an ``i`` in front and the same arguments
 (``ibarrier(comm)``, ``iallreduce(comm, sendspec, recvspec, op)``, ...); they start the
 operation and return a :class:`~ompy.ompi.completion.CoreRequest` that completes through the
@@ -270,9 +277,12 @@ Combine = Callable[[Any, Any], Any]
 #: The signature of each object operation, as the table holds it (``comm`` first).
 BcastObject = Callable[["CollComm", Any, int], Any]
 GatherObject = Callable[["CollComm", Any, int], "list[Any] | None"]
-ScatterObject = Callable[["CollComm", "Sequence[Any] | None", int], Any]
+#: What a member gives to send one object per peer: its sequence, or the error that the check
+#: of the caller's sequence raised (the module tells the peers, then raises it).
+Items = Sequence[Any] | Exception
+ScatterObject = Callable[["CollComm", "Items | None", int], Any]
 AllgatherObject = Callable[["CollComm", Any], "list[Any]"]
-AlltoallObject = Callable[["CollComm", "Sequence[Any]"], "list[Any]"]
+AlltoallObject = Callable[["CollComm", "Items"], "list[Any]"]
 ReduceObject = Callable[["CollComm", Any, Combine, int], Any]
 AllreduceObject = Callable[["CollComm", Any, Combine], Any]
 ScanObject = Callable[["CollComm", Any, Combine], Any]

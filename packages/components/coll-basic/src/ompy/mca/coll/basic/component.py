@@ -17,23 +17,16 @@ from typing import Any
 from ompy.ompi.mca.coll import CollComponent, CollModule
 from ompy.ompi.mca.coll.base import (
     Neighborhood,
+    blocking,
     neighborhood,
-    plan_collective,
+    nonblocking,
+    planned,
     run_schedule,
     start_schedule,
 )
 from ompy.opal.mca import Offer
 
 from . import __version__, everyone, neighbor, objects, persistent, rooted
-
-
-def _blocking(algorithm: Callable[..., Any]) -> Callable[..., None]:
-    def operation(self: CollModule, comm: Any, *args: Any) -> None:
-        run_schedule(comm, algorithm, *args)
-
-    operation.__name__ = algorithm.__name__
-    operation.__doc__ = algorithm.__doc__
-    return operation
 
 
 def _on_edges(algorithm: Callable[..., Any], *, start: bool = False) -> Callable[..., Any]:
@@ -50,54 +43,36 @@ def _on_edges(algorithm: Callable[..., Any], *, start: bool = False) -> Callable
     return operation
 
 
-def _nonblocking(algorithm: Callable[..., Any]) -> Callable[..., Any]:
-    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
-        return start_schedule(comm, algorithm, *args)
-
-    operation.__name__ = "i" + algorithm.__name__
-    operation.__doc__ = algorithm.__doc__
-    return operation
-
-
-def _persistent(algorithm: Callable[..., None]) -> Callable[..., Any]:
-    def operation(self: CollModule, comm: Any, *args: Any) -> Any:
-        return plan_collective(comm, algorithm, *args)
-
-    operation.__name__ = algorithm.__name__ + "_init"
-    operation.__doc__ = algorithm.__doc__
-    return operation
-
-
 class BasicCollModule(CollModule):
     """Every operation of the coll interface; its only per-communicator state is the
     neighbourhood of a communicator with a topology."""
 
-    barrier = _blocking(rooted.barrier)
-    ibarrier = _nonblocking(rooted.barrier)
-    bcast = _blocking(rooted.bcast)
-    ibcast = _nonblocking(rooted.bcast)
-    gather = gatherv = _blocking(rooted.gather)
-    igather = igatherv = _nonblocking(rooted.gather)
-    scatter = scatterv = _blocking(rooted.scatter)
-    iscatter = iscatterv = _nonblocking(rooted.scatter)
-    reduce = _blocking(rooted.reduce)
-    ireduce = _nonblocking(rooted.reduce)
-    allgather = allgatherv = _blocking(everyone.allgather)
-    iallgather = iallgatherv = _nonblocking(everyone.allgather)
-    alltoall = alltoallv = _blocking(everyone.alltoall)
-    ialltoall = ialltoallv = _nonblocking(everyone.alltoall)
-    alltoallw = _blocking(everyone.alltoallw)
-    ialltoallw = _nonblocking(everyone.alltoallw)
-    allreduce = _blocking(everyone.allreduce)
-    iallreduce = _nonblocking(everyone.allreduce)
-    reduce_scatter_block = _blocking(everyone.reduce_scatter_block)
-    ireduce_scatter_block = _nonblocking(everyone.reduce_scatter_block)
-    reduce_scatter = _blocking(everyone.reduce_scatter)
-    ireduce_scatter = _nonblocking(everyone.reduce_scatter)
-    scan = _blocking(everyone.scan)
-    iscan = _nonblocking(everyone.scan)
-    exscan = _blocking(everyone.exscan)
-    iexscan = _nonblocking(everyone.exscan)
+    barrier = blocking(rooted.barrier)
+    ibarrier = nonblocking(rooted.barrier)
+    bcast = blocking(rooted.bcast)
+    ibcast = nonblocking(rooted.bcast)
+    gather = gatherv = blocking(rooted.gather)
+    igather = igatherv = nonblocking(rooted.gather)
+    scatter = scatterv = blocking(rooted.scatter)
+    iscatter = iscatterv = nonblocking(rooted.scatter)
+    reduce = blocking(rooted.reduce)
+    ireduce = nonblocking(rooted.reduce)
+    allgather = allgatherv = blocking(everyone.allgather)
+    iallgather = iallgatherv = nonblocking(everyone.allgather)
+    alltoall = alltoallv = blocking(everyone.alltoall)
+    ialltoall = ialltoallv = nonblocking(everyone.alltoall)
+    alltoallw = blocking(everyone.alltoallw)
+    ialltoallw = nonblocking(everyone.alltoallw)
+    allreduce = blocking(everyone.allreduce)
+    iallreduce = nonblocking(everyone.allreduce)
+    reduce_scatter_block = blocking(everyone.reduce_scatter_block)
+    ireduce_scatter_block = nonblocking(everyone.reduce_scatter_block)
+    reduce_scatter = blocking(everyone.reduce_scatter)
+    ireduce_scatter = nonblocking(everyone.reduce_scatter)
+    scan = blocking(everyone.scan)
+    iscan = nonblocking(everyone.scan)
+    exscan = blocking(everyone.exscan)
+    iexscan = nonblocking(everyone.exscan)
     # Python objects (the lowercase collectives), point to point through the codec; the
     # functions themselves (no per-communicator state), so the table calls them directly
     bcast_object = staticmethod(objects.bcast)
@@ -139,22 +114,22 @@ class BasicCollModule(CollModule):
         return edges
 
     # Persistent collectives (MPI-4): a plan recorded once at init, replayed by every start
-    barrier_init = _persistent(persistent.barrier)
-    bcast_init = _persistent(persistent.bcast)
-    gather_init = gatherv_init = _persistent(persistent.gather)
-    scatter_init = scatterv_init = _persistent(persistent.scatter)
-    reduce_init = _persistent(persistent.reduce)
-    allgather_init = allgatherv_init = _persistent(persistent.allgather)
-    alltoall_init = alltoallv_init = _persistent(persistent.alltoall)
-    alltoallw_init = _persistent(persistent.alltoallw)
-    allreduce_init = _persistent(persistent.allreduce)
-    reduce_scatter_block_init = _persistent(persistent.reduce_scatter_block)
-    reduce_scatter_init = _persistent(persistent.reduce_scatter)
-    scan_init = _persistent(persistent.scan)
-    exscan_init = _persistent(persistent.exscan)
-    neighbor_allgather_init = neighbor_allgatherv_init = _persistent(persistent.neighbor_allgather)
-    neighbor_alltoall_init = neighbor_alltoallv_init = _persistent(persistent.neighbor_alltoall)
-    neighbor_alltoallw_init = _persistent(persistent.neighbor_alltoallw)
+    barrier_init = planned(persistent.barrier)
+    bcast_init = planned(persistent.bcast)
+    gather_init = gatherv_init = planned(persistent.gather)
+    scatter_init = scatterv_init = planned(persistent.scatter)
+    reduce_init = planned(persistent.reduce)
+    allgather_init = allgatherv_init = planned(persistent.allgather)
+    alltoall_init = alltoallv_init = planned(persistent.alltoall)
+    alltoallw_init = planned(persistent.alltoallw)
+    allreduce_init = planned(persistent.allreduce)
+    reduce_scatter_block_init = planned(persistent.reduce_scatter_block)
+    reduce_scatter_init = planned(persistent.reduce_scatter)
+    scan_init = planned(persistent.scan)
+    exscan_init = planned(persistent.exscan)
+    neighbor_allgather_init = neighbor_allgatherv_init = planned(persistent.neighbor_allgather)
+    neighbor_alltoall_init = neighbor_alltoallv_init = planned(persistent.neighbor_alltoall)
+    neighbor_alltoallw_init = planned(persistent.neighbor_alltoallw)
 
 
 class BasicCollComponent(CollComponent):

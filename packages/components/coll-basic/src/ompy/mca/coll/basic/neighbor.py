@@ -22,7 +22,7 @@ from typing import Any
 from ompy.ompi.constants import PROC_NULL
 from ompy.ompi.errors import ERR_TRUNCATE
 from ompy.ompi.errors import Exception as MPIException
-from ompy.ompi.mca.coll import CollComm
+from ompy.ompi.mca.coll import CollComm, Items
 from ompy.ompi.mca.coll.base import (
     Failure,
     Neighborhood,
@@ -88,7 +88,7 @@ def _grouped(peers: Sequence[int], blocks: Any) -> dict[int, list[int]]:
 
 
 def _exchange_objects(
-    c: CollComm, name: str, edges: Neighborhood, outgoing: Any, *, allgather: bool
+    c: CollComm, run: Outcome, edges: Neighborhood, outgoing: Any, *, allgather: bool
 ) -> list[Any]:
     """Send each out-neighbour the list of objects of its edges, receive theirs, unpack.
 
@@ -99,8 +99,7 @@ def _exchange_objects(
     every member concerned raises at the end instead of some waiting forever.
     """
     tag = next_tag(c)
-    run = Outcome(c, name)
-    rank = c.rank
+    name, rank = run.call, c.rank
     incoming = _grouped(edges.sources, edges.receive_order)
     peers = [peer for peer in incoming if peer != rank]
     receives = [recv_object(c, peer, tag) for peer in peers]
@@ -140,11 +139,15 @@ def _exchange_objects(
 
 def neighbor_allgather_object(c: CollComm, edges: Neighborhood, obj: Any) -> list[Any]:
     """Every in-neighbour's object, one per in-edge (``None`` for a ``PROC_NULL`` edge)."""
-    return _exchange_objects(c, "neighbor_allgather", edges, lambda _: obj, allgather=True)
+    run = Outcome(c, "neighbor_allgather")
+    return _exchange_objects(c, run, edges, lambda _: obj, allgather=True)
 
 
-def neighbor_alltoall_object(c: CollComm, edges: Neighborhood, items: Sequence[Any]) -> list[Any]:
-    """Item ``i`` goes along out-edge ``i``; one object per in-edge (``None`` for PROC_NULL)."""
+def neighbor_alltoall_object(c: CollComm, edges: Neighborhood, items: Items) -> list[Any]:
+    """Item ``i`` goes along out-edge ``i``; one object per in-edge (``None`` for PROC_NULL).
+    A bad sequence (its check's error) sends a failure along every edge."""
+    run = Outcome(c, "neighbor_alltoall")
+    objects = run.items(items, len(edges.destinations))
     return _exchange_objects(
-        c, "neighbor_alltoall", edges, lambda blocks: [items[b] for b in blocks], allgather=False
+        c, run, edges, lambda blocks: [objects[b] for b in blocks], allgather=False
     )

@@ -28,10 +28,9 @@ waiting forever.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from ompy.ompi.mca.coll import CollComm, Combine
+from ompy.ompi.mca.coll import CollComm, Combine, Items
 from ompy.ompi.mca.coll.base import (
     Outcome,
     next_tag,
@@ -88,17 +87,18 @@ def _gather(c: CollComm, run: Outcome, obj: Any, root: int, tag: int) -> list[An
     return received
 
 
-def scatter(c: CollComm, items: Sequence[Any] | None, root: int) -> Any:
-    """Item ``i`` of the root's sequence on rank ``i``."""
+def scatter(c: CollComm, items: Items | None, root: int) -> Any:
+    """Item ``i`` of the root's sequence on rank ``i`` (a bad sequence: a failure for each)."""
     tag = next_tag(c)
     run = Outcome(c, "scatter")
     if c.rank != root:
         return run.result(run.receive(root, tag))
     if items is None:
         raise ValueError("scatter: the root must give a sequence of one object per rank")
-    sends = [run.send(items[peer], peer, tag) for peer in range(c.size) if peer != root]
+    objects = run.items(items, c.size)
+    sends = [run.send(objects[peer], peer, tag) for peer in range(c.size) if peer != root]
     wait_all(c, sends)
-    return run.result(run.copy(items[root]))
+    return run.result(run.copy(objects[root]))
 
 
 def allgather(c: CollComm, obj: Any) -> list[Any]:
@@ -110,11 +110,13 @@ def allgather(c: CollComm, obj: Any) -> list[Any]:
     return run.results(everyone)
 
 
-def alltoall(c: CollComm, items: Sequence[Any]) -> list[Any]:
-    """Item ``i`` of every member's sequence goes to rank ``i``."""
+def alltoall(c: CollComm, items: Items) -> list[Any]:
+    """Item ``i`` of every member's sequence goes to rank ``i`` (a bad sequence: a failure
+    for each)."""
     tag = next_tag(c)
     run = Outcome(c, "alltoall")
     rank, size = c.rank, c.size
+    items = run.items(items, size)
     peers = [(rank + step) % size for step in range(1, size)]
     receives = [recv_object(c, peer, tag) for peer in peers]
     sends = [run.send(items[peer], peer, tag) for peer in peers]

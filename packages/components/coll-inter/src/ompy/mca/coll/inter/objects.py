@@ -12,11 +12,10 @@ order: ``op`` need only be associative).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ompy.ompi.constants import PROC_NULL, ROOT
-from ompy.ompi.mca.coll import Combine
+from ompy.ompi.mca.coll import Combine, Items
 from ompy.ompi.mca.coll.base import (
     binomial_children,
     binomial_parent,
@@ -86,14 +85,17 @@ def gather(comm: Any, obj: Any, root: int) -> list[Any] | None:
     return None
 
 
-def scatter(comm: Any, items: Sequence[Any] | None, root: int) -> Any:
+def scatter(comm: Any, items: Items | None, root: int) -> Any:
     """Item ``i`` of the root's sequence to rank ``i`` of the other group (None at the root's
-    group)."""
+    group).  A bad sequence (its check's error) is raised at the root before anything is sent:
+    the object operations between the groups carry no failures to the peers."""
     tag = next_tag(comm)
     if root == PROC_NULL:
         return None
     if root == ROOT:
         assert items is not None  # the API checked the root's sequence
+        if isinstance(items, Exception):
+            raise items
         wait_all(comm, [send_object(comm, item, peer, tag) for peer, item in enumerate(items)])
         return None
     return receive(comm, root, tag)
@@ -110,9 +112,12 @@ def allgather(comm: Any, obj: Any) -> list[Any]:
     return [received.result for received in receives]
 
 
-def alltoall(comm: Any, items: Sequence[Any]) -> list[Any]:
-    """Item ``i`` to remote rank ``i``; one object from each remote rank, in its rank order."""
+def alltoall(comm: Any, items: Items) -> list[Any]:
+    """Item ``i`` to remote rank ``i``; one object from each remote rank, in its rank order.
+    A bad sequence (its check's error) is raised before anything is sent (as ``scatter``)."""
     tag = next_tag(comm)
+    if isinstance(items, Exception):
+        raise items
     receives = [recv_object(comm, peer, tag) for peer in range(comm.remote_size)]
     sends = [send_object(comm, item, peer, tag) for peer, item in enumerate(items)]
     wait_all(comm, [*receives, *sends])

@@ -40,6 +40,7 @@ from .helpers import (
     send,
     subtree_size,
 )
+from .methods import blocking, nonblocking, planned
 from .neighborhood import Neighborhood, neighborhood
 from .objects import (
     Failure,
@@ -83,6 +84,7 @@ __all__ = [
     "binomial_children",
     "binomial_parent",
     "block_view",
+    "blocking",
     "build_table",
     "byte_spec",
     "claim_tag",
@@ -96,7 +98,9 @@ __all__ = [
     "in_flight",
     "neighborhood",
     "next_tag",
+    "nonblocking",
     "plan_collective",
+    "planned",
     "receive",
     "recv",
     "recv_object",

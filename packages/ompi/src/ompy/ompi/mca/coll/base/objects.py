@@ -48,7 +48,7 @@ from ...pml.base.objects import (
     send_parts,
 )
 from ...pml.interface import PmlRequest, SendMode, SizedRecvRequest
-from ..interface import CollComm
+from ..interface import CollComm, Items
 
 _STANDARD = SendMode.STANDARD
 
@@ -164,6 +164,15 @@ class Outcome:
         if self.error is None:
             self.error = error
         return Failure.of(self.comm, error)
+
+    def items(self, given: Items, count: int) -> Sequence[Any]:
+        """The member's objects, one per peer; in place of a sequence, the error its check
+        raised (:data:`~ompy.ompi.mca.coll.interface.Items`): a :class:`Failure` for every
+        peer then, so that each learns of it instead of waiting, and :meth:`result` raises
+        that error once this member's part is done."""
+        if isinstance(given, Exception):
+            return [self._failed(given)] * count
+        return given
 
     def send(self, obj: Any, dest: int, tag: int) -> Sent:
         """:func:`send_object`, or a :class:`Failure` sent when ``obj`` cannot be encoded."""
