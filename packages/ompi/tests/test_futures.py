@@ -27,6 +27,8 @@ from ompy.futures import (
     compose,
     get_comm_workers,
 )
+from ompy.futures._worker import idle_wait
+from ompy.opal.progress import ProgressEngine
 
 #: Built on this interpreter's own MPI (see conftest.py).
 pytestmark = pytest.mark.usefixtures("interpreter_mpi")
@@ -241,3 +243,49 @@ def test_remote_errors_arrive_with_the_workers_traceback() -> None:
     assert isinstance(arrived.__cause__, _wire.RemoteTraceback)
     assert "### Worker 3 of 4 on node" in str(arrived.__cause__)
     assert "KeyError: 'missing'" in str(arrived.__cause__)
+
+
+# -- a worker waiting for its next call ----------------------------------------------------------
+
+
+def _idle_passes(engine: ProgressEngine, seconds: float) -> int:
+    """How many progress passes a wait on nothing makes in ``seconds``."""
+    passes = 0
+
+    def idle() -> int:
+        nonlocal passes
+        passes += 1
+        return 0
+
+    engine.register(idle)
+    try:
+        assert not engine.wait_until(lambda: False, timeout=seconds)
+    finally:
+        engine.unregister(idle)
+    return passes
+
+
+def test_idle_wait_sleeps_at_once_instead_of_spinning() -> None:
+    engine = ProgressEngine(spin_count=100_000, block_max_ms=5.0)
+    try:
+        spinning = _idle_passes(engine, 0.05)
+        with idle_wait(engine):
+            assert engine.spin_count == 0
+            patient = _idle_passes(engine, 0.05)
+        # Spinning polls as fast as it can for the whole 50 ms; sleeping from the first idle
+        # pass (50 us, doubling up to 5 ms) makes about a dozen passes.
+        assert spinning > 300
+        assert patient < 100
+        assert engine.spin_count == 100_000
+    finally:
+        engine.close()
+
+
+def test_idle_wait_restores_the_spin_after_an_error() -> None:
+    engine = ProgressEngine(spin_count=7)
+    try:
+        with pytest.raises(KeyError), idle_wait(engine):
+            raise KeyError("probe failed")
+        assert engine.spin_count == 7
+    finally:
+        engine.close()
