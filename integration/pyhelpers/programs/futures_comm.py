@@ -6,6 +6,9 @@ Checks, each printed by the root as one JSON line ``{"check": name, "ok": value}
 - ``arrays``: a few large numpy results (8 MiB each) arrive intact;
 - ``lambda``: a lambda and a function defined inside a function run on the workers;
 - ``error``: a call that raises gives its exception, with the worker's traceback as cause;
+- ``batch_failures``: among thousands of short calls (which travel in batches), the calls that
+  raise, return what cannot be pickled or take an argument that cannot be pickled fail alone,
+  each with its own error, and every other call gets its result;
 - ``workers``: ``get_comm_workers()`` in a call is the workers' intracommunicator;
 - ``initializer``: the initializer ran on every worker before its calls;
 - ``broken``: a failing initializer breaks the executor (and the workers still leave);
@@ -53,6 +56,45 @@ def fail_to_initialize():
     raise OSError("no scratch space")
 
 
+def half_of_even(x):
+    if x % 97 == 13:
+        raise ValueError(f"odd one {x}")
+    return x // 2
+
+
+class Unpicklable:
+    def __reduce__(self):
+        raise TypeError("cannot travel")
+
+
+def unpicklable_at(x):
+    return Unpicklable() if x == 500 else x
+
+
+def batch_failures():
+    futures = [executor.submit(half_of_even, x) for x in range(3000)]
+    for x, future in enumerate(futures):
+        error = future.exception(timeout=120)
+        if x % 97 == 13:
+            if not (isinstance(error, ValueError) and str(error) == f"odd one {x}"):
+                return False
+        elif error is not None or future.result() != x // 2:
+            return False
+    # On one process the calls run on threads: their results are not pickled.
+    pickled = world.Get_size() > 1
+    futures = [executor.submit(unpicklable_at, x) for x in range(1000)]
+    for x, future in enumerate(futures):
+        error = future.exception(timeout=120)
+        if (x == 500 and pickled) != (error is not None) or (x != 500 and future.result() != x):
+            return False
+    futures = [executor.submit(square, Unpicklable() if x == 700 else x) for x in range(1500)]
+    for x, future in enumerate(futures):
+        error = future.exception(timeout=120)
+        if (x == 700) != (error is not None) or (x != 700 and future.result() != x * x):
+            return False
+    return True
+
+
 def make_adder(offset):
     def add(x):
         return x + offset
@@ -84,6 +126,7 @@ with MPICommExecutor(world, root=0) as executor:
             # On one process the calls run on a thread here: no remote traceback then.
             remote = world.Get_size() == 1 or ("### Worker" in cause and "TypeError" in cause)
             report("error", remote)
+        report("batch_failures", batch_failures())
         views = set(executor.map(workers_view, range(50)))
         workers_size = max(world.Get_size() - 1, 1)  # one process: a thread, on COMM_SELF
         ranks = {rank for _, rank in views}

@@ -11,6 +11,7 @@ import pickle
 import threading
 import time
 from concurrent.futures import CancelledError, Future
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +28,7 @@ from ompy.futures import (
     compose,
     get_comm_workers,
 )
-from ompy.futures._worker import idle_wait
+from ompy.futures._worker import _answer, idle_wait
 from ompy.opal.progress import ProgressEngine
 
 #: Built on this interpreter's own MPI (see conftest.py).
@@ -231,6 +232,41 @@ def test_what_pickle_refuses_goes_by_value() -> None:
     travelled = pickle.loads(pickle.dumps(_wire.ByValue(message)))
     _, fn, args, kwargs = travelled
     assert fn(*args, **kwargs) == 6
+
+
+class _Unpicklable:
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise TypeError("cannot travel")
+
+
+def _half_of_even(x: int) -> int:
+    if x % 2:
+        raise ValueError(f"odd {x}")
+    return x // 2
+
+
+def test_a_batch_gets_one_reply_per_call_and_a_failing_call_fails_alone() -> None:
+    tasks = [(_half_of_even, (x,), {}) for x in range(5)]
+    ok, replies = _answer((_wire.CALLS, tasks), "Worker 0 of 1 on node")
+    assert ok
+    assert [reply[0] for reply in replies] == [True, False, True, False, True]
+    assert [reply[1] for reply in replies if reply[0]] == [0, 1, 2]
+    errors = [pickle.loads(pickle.dumps(reply[1])) for reply in replies if not reply[0]]
+    assert [str(error) for error in errors] == ["odd 1", "odd 3"]
+    assert all("### Worker 0 of 1 on node" in str(error.__cause__) for error in errors)
+
+
+def test_replies_of_a_batch_are_judged_one_by_one() -> None:
+    assert _wire.picklable((True, 5), "here") == (True, 5)
+    assert _wire.picklable((True, lambda: 5), "here")[0] is True  # cloudpickle takes it
+    ok, error = _wire.picklable((True, _Unpicklable()), "Worker 2 of 3")
+    assert not ok
+    arrived = pickle.loads(pickle.dumps(error))
+    assert isinstance(arrived, RuntimeError)
+    assert "could not be pickled" in str(arrived)
+    with pytest.raises(TypeError, match="cannot travel"):
+        _wire.check_travels((_Unpicklable(),))
+    _wire.check_travels((lambda: 1, (), {}))
 
 
 def test_remote_errors_arrive_with_the_workers_traceback() -> None:

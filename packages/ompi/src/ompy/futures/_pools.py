@@ -43,6 +43,17 @@ PREFETCH = 2
 #: The longest pause of a manager waiting for replies (seconds); ``OMPY_FUTURES_BACKOFF``.
 BACKOFF = 0.001
 
+#: Batches: the most calls one message to a worker carries, and the longest a call may take
+#: (seconds, from sending to its reply, per call of its message) for the next ones to be
+#: batched.  Why: each message costs the executor and the worker a send, a receive and a
+#: wake-up, tens of microseconds in Python, which dominate calls that do little (a map of
+#: empty tasks ran at a third of mpi4py.futures' rate one call per message).  Batching only
+#: while calls are short keeps long calls one per message, each cancellable until sent and
+#: its result back as soon as it is done; a batch never takes more than an even share of the
+#: queue over the free slots, so the other workers still get calls.
+MAX_BATCH = 16
+SHORT_CALL = 0.001
+
 
 def env_flag(name: str) -> bool:
     """A yes/no environment variable (unset: no); a value that is neither says so."""
@@ -151,6 +162,10 @@ class Pool:
                 self.queue.appendleft(None)  # stays: every later take sees the end too
                 self.wakeup.notify_all()  # and whoever sleeps on the queue wakes to see it
             return item
+
+    def queued(self) -> int:
+        """How many items wait in the queue now (an estimate: others may add or take)."""
+        return len(self.queue)
 
     def sleep(self, seconds: float | None) -> None:
         """Wait until something is queued, at most ``seconds`` (None: no limit)."""
@@ -286,6 +301,8 @@ class CommManager:
     options: dict[str, Any]
     owns_comm: bool = True
     release: Callable[[Any], None] | None = None
+    #: Whether the last reply came back within :data:`SHORT_CALL` per call (batch the next).
+    short_calls: bool = False
 
     def __call__(self, pool: Pool) -> None:
         serialized = state().serialized
@@ -367,8 +384,21 @@ class CommManager:
                 return sent, True
             assert not isinstance(item, bool)
             sent = True
-            self._send(item, comm, pending, serialized)
-            del item
+            items = [item]
+            if self.short_calls:
+                share = min(MAX_BATCH, pool.queued() // len(self.idle) + 1)
+                while len(items) < share:
+                    more = pool.take()
+                    if more is None:
+                        ending = True
+                        break
+                    if more is False:
+                        break
+                    assert not isinstance(more, bool)
+                    items.append(more)
+                    del more
+            self._send(items, comm, pending, serialized)
+            del item, items
         return sent, ending
 
     def _collect(self, comm: Any, pending: dict[int, Any], serialized: Any, block: bool) -> bool:
@@ -384,7 +414,7 @@ class CommManager:
                     break
                 worker = status.Get_source()
                 queued = pending[worker]
-                future, request = queued.popleft()
+                futures, request, sent_at = queued.popleft()
                 if not queued:
                     del pending[worker]
                 try:
@@ -394,28 +424,81 @@ class CommManager:
                 request.wait()
             self.idle.append(worker)
             received = True
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
-            del future, value
+            self.short_calls = time.monotonic() - sent_at < SHORT_CALL * len(futures)
+            if len(futures) == 1:
+                _settle(futures[0], ok, value)
+            elif ok:
+                for future, (call_ok, call_value) in zip(futures, value, strict=True):
+                    _settle(future, call_ok, call_value)
+            else:  # the batch as a whole failed (its reply could not be unpickled)
+                for future in futures:
+                    future.set_exception(value)
+            del futures, value
         return received
 
     def _send(
-        self, item: tuple[Future[Any], Task], comm: Any, pending: dict[int, Any], serialized: Any
+        self,
+        items: list[tuple[Future[Any], Task]],
+        comm: Any,
+        pending: dict[int, Any],
+        serialized: Any,
     ) -> None:
-        future, (fn, args, kwargs) = item
-        if not future.set_running_or_notify_cancel():
-            return
+        """Send the calls of ``items`` that were not cancelled meanwhile."""
+        running = [item for item in items if item[0].set_running_or_notify_cancel()]
+        if running:
+            self._post(running, comm, pending, serialized)
+
+    def _post(
+        self,
+        running: list[tuple[Future[Any], Task]],
+        comm: Any,
+        pending: dict[int, Any],
+        serialized: Any,
+    ) -> None:
+        """Send calls marked running to the next free slot in one message (``CALL``, or
+        ``CALLS`` for several).  When a batch cannot travel, the calls that cannot fail alone
+        and the others are sent again."""
+        if len(running) == 1:
+            fn, args, kwargs = running[0][1]
+            message: tuple[Any, ...] = (_wire.CALL, fn, args, kwargs)
+        else:
+            message = (_wire.CALLS, [task for _, task in running])
         worker = self.idle.popleft()
         try:
             with serialized():
-                request = _wire.send_any(comm, (_wire.CALL, fn, args, kwargs), worker, self.tag)
+                request = _wire.send_any(comm, message, worker, self.tag)
         except BaseException as error:
             self.idle.append(worker)
-            future.set_exception(error)
+            travelling = [] if len(running) == 1 else _travelling(running)
+            if len(travelling) in (0, len(running)):  # no call is to blame alone: all fail
+                for future, _ in running:
+                    if not future.done():
+                        future.set_exception(error)
+            else:
+                self._post(travelling, comm, pending, serialized)
             return
-        pending.setdefault(worker, collections.deque()).append((future, request))
+        futures = [future for future, _ in running]
+        pending.setdefault(worker, collections.deque()).append((futures, request, time.monotonic()))
+
+
+def _travelling(running: list[tuple[Future[Any], Task]]) -> list[tuple[Future[Any], Task]]:
+    """The calls of a batch that can travel; the others fail with their pickling error."""
+    travelling = []
+    for future, task in running:
+        try:
+            _wire.check_travels(task)
+        except _wire.PICKLING_ERRORS as error:
+            future.set_exception(error)
+        else:
+            travelling.append((future, task))
+    return travelling
+
+
+def _settle(future: Future[Any], ok: bool, value: Any) -> None:
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
 
 
 def split_off(comm: MPI.Intracomm, root: int) -> tuple[Any, Any]:

@@ -7,6 +7,9 @@ Every message from the executor to a worker is a tuple whose first item says wha
   ``(True, None)`` or ``(False, the exception)``;
 - ``(CALL, fn, args, kwargs)``: call ``fn(*args, **kwargs)``; the worker replies
   ``(True, result)`` or ``(False, exception)``;
+- ``(CALLS, [(fn, args, kwargs), ...])``: several calls, run in order; the worker replies
+  ``(True, [(True, result) or (False, exception), ...])``, one pair per call (the executor
+  sends a batch when the queue is long and the calls are short, see ``_pools``);
 - ``(STOP,)``: the pool is done; the worker leaves its loop (no reply).
 
 Replies go back on the tag of the message they answer: an executor's tag, so that several
@@ -31,6 +34,7 @@ from ompy import MPI
 
 SETUP = "setup"
 CALL = "call"
+CALLS = "calls"
 STOP = "stop"
 
 #: What a failed pickling of a message may raise (pickle and the objects' own ``__reduce__``).
@@ -99,3 +103,24 @@ def unpicklable_reply(error: BaseException, where: str) -> tuple[bool, RemoteErr
     """The reply sent when a worker's own reply cannot be pickled even by value."""
     failure = RuntimeError(f"the worker's reply could not be pickled: {error!r}")
     return False, remote_error(failure, where)
+
+
+def check_travels(obj: Any) -> None:
+    """Raise (what cloudpickle raises) unless pickle or cloudpickle can take ``obj``."""
+    try:
+        pickle.dumps(obj)
+    except PICKLING_ERRORS:
+        cloudpickle.dumps(obj)
+
+
+def picklable(reply: tuple[bool, Any], where: str) -> tuple[bool, Any]:
+    """``reply`` if pickle or cloudpickle can take it, else the reply saying why not.
+
+    For the replies of a batch whose whole reply could not be pickled: each call's reply is
+    judged alone, so one bad result does not fail the other calls of its batch.
+    """
+    try:
+        check_travels(reply)
+    except PICKLING_ERRORS as error:
+        return unpicklable_reply(error, where)
+    return reply
