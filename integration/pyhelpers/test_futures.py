@@ -32,6 +32,7 @@ COMM_CHECKS = [
     "workers",
     "num_workers",
     "initializer",
+    "pkl5",
     "broken",
     "subcomm",
 ]

@@ -11,6 +11,7 @@ Checks, each printed by the root as one JSON line ``{"check": name, "ok": value}
   each with its own error, and every other call gets its result;
 - ``workers``: ``get_comm_workers()`` in a call is the workers' intracommunicator;
 - ``initializer``: the initializer ran on every worker before its calls;
+- ``pkl5``: an executor with ``use_pkl5=True`` runs its calls and lets its workers go;
 - ``broken``: a failing initializer breaks the executor (and the workers still leave);
 - ``subcomm``: an executor on a sub-communicator whose root is its last rank.
 """
@@ -139,6 +140,13 @@ with MPICommExecutor(world, root=0, initializer=initialize, initargs=("ready",))
         report(
             "initializer", all(seen == ["ready"] for seen in executor.map(initialized, range(20)))
         )
+
+# Calls and replies through pkl5; the workers must still be told to stop (the job ends).
+with MPICommExecutor(world, root=0, use_pkl5=True) as executor:
+    if executor is not None:
+        big = np.arange(1 << 18, dtype=np.float64)
+        results = list(executor.map(square, [big, 3]))
+        report("pkl5", (results[0] == big * big).all() and results[1] == 9)
 
 with MPICommExecutor(world, root=0, initializer=fail_to_initialize) as executor:
     if executor is not None:

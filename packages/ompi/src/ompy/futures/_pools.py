@@ -316,11 +316,13 @@ class CommManager:
             self._dispatch(pool, serialized)
         finally:
             if self.owns_comm:
+                # On the calls' transport: a worker receives every message of this executor's
+                # tag through it (a plain message read as pkl5's would leave it waiting).
+                link = transport(self.comm, self.options)
                 with serialized():
-                    stops = [
-                        self.comm.isend((_wire.STOP,), worker, self.tag) for worker in range(size)
-                    ]
-                    MPI.Request.Waitall(stops)
+                    stops = [link.isend((_wire.STOP,), worker, self.tag) for worker in range(size)]
+                    for stop in stops:
+                        stop.wait()
                     if self.release is not None:
                         self.release(self.comm)
 
