@@ -6,8 +6,9 @@
 The parent (one rank) makes an ``MPIPoolExecutor(max_workers=--workers)`` of ``ompy.futures``
 or ``mpi4py.futures``, waits for its workers (``bootup``), then maps a function of this script
 that returns its argument over ``--tasks`` integers, once per ``--chunksizes`` value: with
-chunksize 1 every task is one round trip to a worker, the executor's own cost per call; larger
-chunks show the cost per task of a batch.  Each map is timed ``--iters`` times after a
+chunksize 1 every task is one call of the executor (one message each for mpi4py.futures;
+ompy.futures carries short calls in batches), the executor's own cost per call; larger chunks
+show the cost per task when the program batches itself.  Each map is timed ``--iters`` times after a
 warm-up; ``wall_s`` is the median wall time of one map, ``tasks_per_s`` the tasks over it.  The
 results are checked (every argument back, in order).  Output: ``# key: value`` lines, then one
 CSV table (``sidebyside.py`` reads it; ``compare.sh futures`` interleaves ompy and the peer).
