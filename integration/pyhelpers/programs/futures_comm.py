@@ -7,8 +7,9 @@ Checks, each printed by the root as one JSON line ``{"check": name, "ok": value}
 - ``lambda``: a lambda and a function defined inside a function run on the workers;
 - ``error``: a call that raises gives its exception, with the worker's traceback as cause;
 - ``batch_failures``: among thousands of short calls (which travel in batches), the calls that
-  raise, return what cannot be pickled or take an argument that cannot be pickled fail alone,
-  each with its own error, and every other call gets its result;
+  raise, return what cannot be pickled (or whose pickling code raises) or take an argument that
+  cannot be pickled or unpickled fail alone, each with its own error, and every other call
+  gets its result;
 - ``workers``: ``get_comm_workers()`` in a call is the workers' intracommunicator;
 - ``initializer``: the initializer ran on every worker before its calls;
 - ``pkl5``: an executor with ``use_pkl5=True`` runs its calls and lets its workers go;
@@ -72,6 +73,44 @@ def unpicklable_at(x):
     return Unpicklable() if x == 500 else x
 
 
+class BadState:
+    """Its own pickling code fails: the call's error, as with mpi4py.futures."""
+
+    def __getstate__(self):
+        return 1 / 0
+
+
+def rebuild_fails():
+    raise ZeroDivisionError("cannot be rebuilt")
+
+
+class BadUnpickle:
+    """Pickles, but unpickling it raises (a worker cannot receive the batch that holds it)."""
+
+    def __reduce__(self):
+        return rebuild_fails, ()
+
+
+def same(x):
+    return x
+
+
+def bad_state_at(x):
+    return BadState() if x == 300 else x
+
+
+def fails_alone(futures, bad, error_type):
+    """Every call but ``bad`` returned its argument; ``bad`` failed with ``error_type``."""
+    for x, future in enumerate(futures):
+        error = future.exception(timeout=120)
+        if x == bad:
+            if not isinstance(error, error_type):
+                return False
+        elif error is not None or future.result() != x:
+            return False
+    return True
+
+
 def batch_failures():
     futures = [executor.submit(half_of_even, x) for x in range(3000)]
     for x, future in enumerate(futures):
@@ -93,7 +132,15 @@ def batch_failures():
         error = future.exception(timeout=120)
         if (x == 700) != (error is not None) or (x != 700 and future.result() != x * x):
             return False
-    return True
+    if not pickled:
+        return True
+    return fails_alone(
+        [executor.submit(bad_state_at, x) for x in range(1000)], 300, ZeroDivisionError
+    ) and fails_alone(
+        [executor.submit(same, BadUnpickle() if x == 400 else x) for x in range(1000)],
+        400,
+        ZeroDivisionError,
+    )
 
 
 def make_adder(offset):

@@ -247,25 +247,52 @@ def _half_of_even(x: int) -> int:
 
 def test_a_batch_gets_one_reply_per_call_and_a_failing_call_fails_alone() -> None:
     tasks = [(_half_of_even, (x,), {}) for x in range(5)]
-    ok, replies = _answer((_wire.CALLS, tasks), "Worker 0 of 1 on node")
+    ok, blobs = _answer((_wire.CALLS, tasks), "Worker 0 of 1 on node")
     assert ok
+    replies = [_wire.unpack(blob) for blob in blobs]
     assert [reply[0] for reply in replies] == [True, False, True, False, True]
     assert [reply[1] for reply in replies if reply[0]] == [0, 1, 2]
-    errors = [pickle.loads(pickle.dumps(reply[1])) for reply in replies if not reply[0]]
+    errors = [reply[1] for reply in replies if not reply[0]]
     assert [str(error) for error in errors] == ["odd 1", "odd 3"]
+    assert all(isinstance(error, ValueError) for error in errors)
     assert all("### Worker 0 of 1 on node" in str(error.__cause__) for error in errors)
 
 
-def test_replies_of_a_batch_are_judged_one_by_one() -> None:
-    assert _wire.picklable((True, 5), "here") == (True, 5)
-    assert _wire.picklable((True, lambda: 5), "here")[0] is True  # cloudpickle takes it
-    ok, error = _wire.picklable((True, _Unpicklable()), "Worker 2 of 3")
+class _BadState:
+    def __getstate__(self) -> object:
+        return 1 / 0
+
+
+class _BadUnpickle:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _raise_on_load, ()
+
+
+def _raise_on_load() -> None:
+    raise ZeroDivisionError("cannot be rebuilt")
+
+
+def test_each_reply_of_a_batch_travels_alone() -> None:
+    where = "Worker 2 of 3"
+    assert _wire.unpack(_wire.pack((True, 5), where)) == (True, 5)
+    assert _wire.unpack(_wire.pack((True, lambda: 5), where))[1]() == 5  # by cloudpickle
+    ok, error = _wire.unpack(_wire.pack((True, _Unpicklable()), where))
     assert not ok
-    arrived = pickle.loads(pickle.dumps(error))
-    assert isinstance(arrived, RuntimeError)
-    assert "could not be pickled" in str(arrived)
+    assert isinstance(error, RuntimeError)
+    assert "could not be pickled" in str(error)
+    # The object's own pickling code failing is the call's error, as with mpi4py.futures.
+    ok, error = _wire.unpack(_wire.pack((True, _BadState()), where))
+    assert not ok
+    assert isinstance(error, ZeroDivisionError)
+    assert where in str(error.__cause__)
+    # A result that cannot be rebuilt by the executor fails alone too.
+    ok, error = _wire.unpack(_wire.pack((True, _BadUnpickle()), where))
+    assert not ok
+    assert isinstance(error, ZeroDivisionError)
     with pytest.raises(TypeError, match="cannot travel"):
         _wire.check_travels((_Unpicklable(),))
+    with pytest.raises(ZeroDivisionError):
+        _wire.check_travels((_BadState(),))
     _wire.check_travels((lambda: 1, (), {}))
 
 

@@ -303,6 +303,8 @@ class CommManager:
     release: Callable[[Any], None] | None = None
     #: Whether the last reply came back within :data:`SHORT_CALL` per call (batch the next).
     short_calls: bool = False
+    #: Calls of batches a worker could not receive (none ran), to send again one by one.
+    retry: collections.deque[tuple[Future[Any], Task]] = attrs.field(factory=collections.deque)
 
     def __call__(self, pool: Pool) -> None:
         serialized = state().serialized
@@ -360,7 +362,7 @@ class CommManager:
             # in a blocking probe rather than polling (MPI must then take calls from any thread).
             block = bool(pending) and (not self.idle or ending) and threads_free
             received = self._collect(comm, pending, serialized, block)
-            if ending and not pending:
+            if ending and not pending and not self.retry:
                 return
             if sent or received:
                 pause = 0.0
@@ -378,6 +380,9 @@ class CommManager:
     ) -> tuple[bool, bool]:
         """Send queued calls while workers can take them: (whether any was taken, ending)."""
         sent = False
+        while self.retry and self.idle:
+            sent = True
+            self._post([self.retry.popleft()], comm, pending, serialized)
         while not ending and self.idle:
             item = pool.take()
             if item is False:
@@ -416,26 +421,29 @@ class CommManager:
                     break
                 worker = status.Get_source()
                 queued = pending[worker]
-                futures, request, sent_at = queued.popleft()
+                calls, request, sent_at = queued.popleft()
                 if not queued:
                     del pending[worker]
+                replied = True
                 try:
                     ok, value = comm.recv(None, worker, self.tag)
                 except BaseException as error:
-                    ok, value = False, error
+                    ok, value, replied = False, error, False
                 request.wait()
             self.idle.append(worker)
             received = True
-            self.short_calls = time.monotonic() - sent_at < SHORT_CALL * len(futures)
-            if len(futures) == 1:
-                _settle(futures[0], ok, value)
+            self.short_calls = time.monotonic() - sent_at < SHORT_CALL * len(calls)
+            if len(calls) == 1:
+                _settle(calls[0][0], ok, value)
             elif ok:
-                for future, (call_ok, call_value) in zip(futures, value, strict=True):
-                    _settle(future, call_ok, call_value)
-            else:  # the batch as a whole failed (its reply could not be unpickled)
-                for future in futures:
+                for (future, _), blob in zip(calls, value, strict=True):
+                    _settle(future, *_wire.unpack(blob))
+            elif replied:  # the worker could not receive the batch: none of its calls ran
+                self.retry.extend(calls)
+            else:  # the reply itself was lost: every call of the batch fails with it
+                for future, _ in calls:
                     future.set_exception(value)
-            del futures, value
+            del calls, value
         return received
 
     def _send(
@@ -479,8 +487,7 @@ class CommManager:
             else:
                 self._post(travelling, comm, pending, serialized)
             return
-        futures = [future for future, _ in running]
-        pending.setdefault(worker, collections.deque()).append((futures, request, time.monotonic()))
+        pending.setdefault(worker, collections.deque()).append((running, request, time.monotonic()))
 
 
 def _travelling(running: list[tuple[Future[Any], Task]]) -> list[tuple[Future[Any], Task]]:
@@ -489,7 +496,7 @@ def _travelling(running: list[tuple[Future[Any], Task]]) -> list[tuple[Future[An
     for future, task in running:
         try:
             _wire.check_travels(task)
-        except _wire.PICKLING_ERRORS as error:
+        except Exception as error:  # what pickling raised, the object's own code included
             future.set_exception(error)
         else:
             travelling.append((future, task))

@@ -91,7 +91,7 @@ def _answer(message: Any, where: str) -> tuple[bool, Any]:
             _, fn, args, kwargs = message
             return True, fn(*args, **kwargs)
         if kind == _wire.CALLS:
-            return True, [_call(*task, where=where) for task in message[1]]
+            return True, [_wire.pack(_call(*task, where=where), where) for task in message[1]]
         raise RuntimeError(f"ompy.futures worker: unknown message {kind!r}")
     except BaseException as error:
         return False, _wire.remote_error(error, where)
@@ -138,7 +138,6 @@ def serve(comm: Any, workers: MPI.Intracomm) -> None:
     engine = current("ompy.futures worker").engine
     with workers_comm(workers):
         while True:
-            batch = False
             with idle_wait(engine):
                 comm.Probe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
             source, tag = status.Get_source(), status.Get_tag()
@@ -153,15 +152,10 @@ def serve(comm: Any, workers: MPI.Intracomm) -> None:
                 reply = _answer(message, where)
                 if message[0] == _wire.SETUP:
                     transports[tag] = transport(comm, message[1])
-                batch = message[0] == _wire.CALLS and reply[0]
                 del message
             try:
                 request = _wire.send_any(link, reply, source, tag)
-            except _wire.PICKLING_ERRORS as error:
-                if batch:  # each call of the batch gets its own verdict
-                    reply = (True, [_wire.picklable(item, where) for item in reply[1]])
-                    request = _wire.send_any(link, reply, source, tag)
-                else:
-                    request = link.isend(_wire.unpicklable_reply(error, where), source, tag)
+            except Exception as error:
+                request = link.isend(_wire.failed_reply(error, where), source, tag)
             del reply
             request.wait()
