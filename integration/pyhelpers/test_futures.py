@@ -1,7 +1,8 @@
 """``ompy.futures`` across ranks, over shared memory and TCP.
 
 - ``programs/futures_comm.py``: ``MPICommExecutor`` (10,000 small calls, large numpy results,
-  lambdas, remote tracebacks, initializers, a broken executor, a sub-communicator);
+  lambdas, remote tracebacks, calls failing alone inside batches, initializers, a broken
+  executor, a sub-communicator);
 - ``programs/futures_shared.py`` under ``python -m ompy.futures``: the job's other ranks serve
   every executor of the program, without spawning;
 - a program that fails under ``python -m ompy.futures`` ends the whole job with its traceback
@@ -30,9 +31,11 @@ COMM_CHECKS = [
     "lambda",
     "local_function",
     "error",
+    "batch_failures",
     "workers",
     "num_workers",
     "initializer",
+    "pkl5",
     "broken",
     "subcomm",
 ]

@@ -21,39 +21,23 @@ median round trip, ``bw_GBps`` the message's data bytes over it (1 GB = 1e9 B); 
 and ``bw_best_GBps`` are the same of the fastest round trip, steadier on a loaded machine.
 
 Output, on rank 0: ``# key: value`` metadata lines, then one CSV table.  Numbers, not a test:
-compare runs made in the same minutes (``compare_derived.sh`` interleaves the two libraries).
+compare runs made in the same minutes (``compare.sh derived`` interleaves the two libraries).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
-import platform
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+import benchlib
 import numpy as np
 
 LAYOUTS = ("contiguous", "vector", "subarray")
 #: Doubles in one row of the subarray case's matrix; the column block is the left half.
 ROW = 4096
-
-
-def load_mpi(package: str) -> Any:
-    """``from package import MPI`` (``ompy`` or ``mpi4py``)."""
-    return importlib.import_module(f"{package}.MPI")
-
-
-def library(mpi: Any, package: str) -> str:
-    """The library's name and version, for the metadata."""
-    version = getattr(sys.modules.get(package), "__version__", "?")
-    # Open MPI's string ends in a NUL byte, which would make the output a binary file.
-    first_line = mpi.Get_library_version().replace("\0", "").strip().splitlines()[0]
-    return f"{package} {version}; {first_line}"
 
 
 class Layout:
@@ -124,20 +108,12 @@ def pingpong(comm: Any, rank: int, layout: Layout, iters: int, warmup: int) -> l
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--mpi",
-        default=os.environ.get("BENCH_MPI", "ompy"),
-        help="the package providing MPI: ompy or mpi4py (default: $BENCH_MPI or ompy)",
-    )
-    parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "sm"))
+    parser = benchlib.parser(__doc__.splitlines()[0], iters=20, warmup=3)
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--mib", type=int, default=16, help="MiB of doubles per message")
-    parser.add_argument("--iters", type=int, default=20, help="timed round trips per layout")
-    parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args()
 
-    mpi = load_mpi(args.mpi)
+    mpi = benchlib.load_mpi(args.mpi)
     comm = mpi.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     if size < 2:
@@ -153,11 +129,13 @@ def main() -> None:
             best = min(times) / 2
             rows.append((name, half, best))
     if rank == 0:
-        print("# bench: derived")
-        print(f"# impl: {library(mpi, args.mpi)}")
-        print(f"# python: {platform.python_version()}; numpy {np.__version__}")
-        print(f"# nprocs: {size}; host cpus: {os.cpu_count()}")
-        print(f"# message: {count} doubles ({count * 8} bytes); iters: {args.iters}")
+        benchlib.header(
+            "derived",
+            mpi,
+            args.mpi,
+            f"nprocs: {size}",
+            f"message: {count} doubles ({count * 8} bytes); iters: {args.iters}",
+        )
         print("impl,transport,layout,size_bytes,iters,lat_us,lat_min_us,bw_GBps,bw_best_GBps")
         nbytes = count * 8
         for name, half, best in rows:

@@ -18,46 +18,18 @@ Every call is timed after a warm-up, with a barrier before each so the ranks sta
 checked after the timed loop; on this grid both neighbours of a dimension are one process, so
 the metadata says which block matching the library used (MPI 4.1's, or the list order of
 implementations that predate the erratum).  Output, on rank 0: ``# key: value`` lines, then
-one CSV table (read by ``sidebyside.py``; ``compare_neighbor.sh`` interleaves ompy and the
+one CSV table (read by ``sidebyside.py``; ``compare.sh neighbor`` interleaves ompy and the
 peer).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
-import platform
 import statistics
 import sys
-import time
 from typing import Any
 
+import benchlib
 import numpy as np
-
-
-def load_mpi(package: str) -> Any:
-    """``from package import MPI`` (``ompy`` or ``mpi4py``)."""
-    return importlib.import_module(f"{package}.MPI")
-
-
-def library(mpi: Any, package: str) -> str:
-    """The library's name and version, for the metadata."""
-    version = getattr(sys.modules.get(package), "__version__", "?")
-    first_line = mpi.Get_library_version().replace("\0", "").strip().splitlines()[0]
-    return f"{package} {version}; {first_line}"
-
-
-def timed(comm: Any, call: Any, iters: int, warmup: int) -> list[float]:
-    """Durations of ``iters`` calls after ``warmup`` untimed ones, each after a barrier."""
-    times = []
-    for i in range(warmup + iters):
-        comm.Barrier()
-        start = time.perf_counter()
-        call()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return times
 
 
 def alltoall_case(mpi: Any, grid: Any, block: int, nonblocking: bool) -> tuple[Any, Any]:
@@ -126,14 +98,10 @@ def halo_case(mpi: Any, grid: Any, n: int) -> tuple[Any, Any, list[Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mpi", default=os.environ.get("BENCH_MPI", "ompy"))
-    parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "sm"))
-    parser.add_argument("--iters", type=int, default=200, help="timed calls per case")
-    parser.add_argument("--warmup", type=int, default=20)
+    parser = benchlib.parser(__doc__.splitlines()[0], iters=200, warmup=20)
     args = parser.parse_args()
 
-    mpi = load_mpi(args.mpi)
+    mpi = benchlib.load_mpi(args.mpi)
     world = mpi.COMM_WORLD
     if world.Get_size() != 4:
         raise SystemExit("neighbor.py needs 4 ranks (a 2x2 grid)")
@@ -147,22 +115,24 @@ def main() -> None:
         ("ialltoall", 65536),
     ):
         call, check = alltoall_case(mpi, grid, block, name == "ialltoall")
-        times = timed(grid, call, args.iters, args.warmup)
+        times = benchlib.timed(grid, call, args.iters, args.warmup)
         matchings.add(f"{name} {check()}")
         rows.append((name, block, times))
     call, check, datatypes = halo_case(mpi, grid, 256)
-    times = timed(grid, call, args.iters, args.warmup)
+    times = benchlib.timed(grid, call, args.iters, args.warmup)
     check()
     rows.append(("halo-alltoallw", 256 * 8, times))
     for datatype in datatypes:
         datatype.Free()
     grid.Free()
     if world.Get_rank() == 0:
-        print("# bench: neighbor")
-        print(f"# impl: {library(mpi, args.mpi)}")
-        print(f"# python: {platform.python_version()}; numpy {np.__version__}")
-        print(f"# grid: 2x2 periodic, 4 ranks; host cpus: {os.cpu_count()}; iters: {args.iters}")
-        print(f"# duplicate-edge matching: {', '.join(sorted(matchings))}")
+        benchlib.header(
+            "neighbor",
+            mpi,
+            args.mpi,
+            f"grid: 2x2 periodic, 4 ranks; iters: {args.iters}",
+            f"duplicate-edge matching: {', '.join(sorted(matchings))}",
+        )
         print("impl,transport,call,block_bytes,iters,lat_us,lat_min_us")
         for name, block, times in rows:
             print(

@@ -14,56 +14,23 @@ Issue 15's measure: one double summed over the ranks, by
 Each call is timed alone, after a barrier, following a warm-up; ``lat_us`` is the median and
 ``lat_min_us`` the fastest call on rank 0, and the result of the last call is checked.  Output,
 on rank 0: ``# key: value`` lines, then one CSV table (read by ``sidebyside.py``;
-``compare_persistent.sh`` interleaves ompy and the peer).
+``compare.sh persistent`` interleaves ompy and the peer).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
-import platform
 import statistics
 import sys
-import time
-from typing import Any
 
+import benchlib
 import numpy as np
 
 
-def load_mpi(package: str) -> Any:
-    """``from package import MPI`` (``ompy`` or ``mpi4py``)."""
-    return importlib.import_module(f"{package}.MPI")
-
-
-def library(mpi: Any, package: str) -> str:
-    """The library's name and version, for the metadata."""
-    version = getattr(sys.modules.get(package), "__version__", "?")
-    first_line = mpi.Get_library_version().replace("\0", "").strip().splitlines()[0]
-    return f"{package} {version}; {first_line}"
-
-
-def timed(comm: Any, call: Any, iters: int, warmup: int) -> list[float]:
-    """Durations of ``iters`` calls after ``warmup`` untimed ones, each after a barrier."""
-    times = []
-    for i in range(warmup + iters):
-        comm.Barrier()
-        start = time.perf_counter()
-        call()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return times
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mpi", default=os.environ.get("BENCH_MPI", "ompy"))
-    parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "sm"))
-    parser.add_argument("--iters", type=int, default=1000, help="timed calls per case")
-    parser.add_argument("--warmup", type=int, default=100)
+    parser = benchlib.parser(__doc__.splitlines()[0], iters=1000, warmup=100)
     args = parser.parse_args()
 
-    mpi = load_mpi(args.mpi)
+    mpi = benchlib.load_mpi(args.mpi)
     comm = mpi.COMM_WORLD
     size = comm.Get_size()
     mine = np.array([float(comm.Get_rank() + 1)])
@@ -82,16 +49,13 @@ def main() -> None:
     rows = []
     for name, call in cases:
         total[0] = 0
-        times = timed(comm, call, args.iters, args.warmup)
+        times = benchlib.timed(comm, call, args.iters, args.warmup)
         if total[0] != size * (size + 1) / 2:
             raise SystemExit(f"persistent.py: {name} gave {total[0]}")
         rows.append((name, times))
     request.Free()
     if comm.Get_rank() == 0:
-        print("# bench: persistent")
-        print(f"# impl: {library(mpi, args.mpi)}")
-        print(f"# python: {platform.python_version()}; numpy {np.__version__}")
-        print(f"# ranks: {size}; host cpus: {os.cpu_count()}; iters: {args.iters}")
+        benchlib.header("persistent", mpi, args.mpi, f"ranks: {size}; iters: {args.iters}")
         print("impl,transport,call,bytes,iters,lat_us,lat_min_us")
         for name, times in rows:
             print(

@@ -11,6 +11,7 @@ import pickle
 import threading
 import time
 from concurrent.futures import CancelledError, Future
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +28,8 @@ from ompy.futures import (
     compose,
     get_comm_workers,
 )
+from ompy.futures._worker import _answer, idle_wait
+from ompy.opal.progress import ProgressEngine
 
 #: Built on this interpreter's own MPI (see conftest.py).
 pytestmark = pytest.mark.usefixtures("interpreter_mpi")
@@ -231,6 +234,68 @@ def test_what_pickle_refuses_goes_by_value() -> None:
     assert fn(*args, **kwargs) == 6
 
 
+class _Unpicklable:
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise TypeError("cannot travel")
+
+
+def _half_of_even(x: int) -> int:
+    if x % 2:
+        raise ValueError(f"odd {x}")
+    return x // 2
+
+
+def test_a_batch_gets_one_reply_per_call_and_a_failing_call_fails_alone() -> None:
+    tasks = [(_half_of_even, (x,), {}) for x in range(5)]
+    ok, blobs = _answer((_wire.CALLS, tasks), "Worker 0 of 1 on node")
+    assert ok
+    replies = [_wire.unpack(blob) for blob in blobs]
+    assert [reply[0] for reply in replies] == [True, False, True, False, True]
+    assert [reply[1] for reply in replies if reply[0]] == [0, 1, 2]
+    errors = [reply[1] for reply in replies if not reply[0]]
+    assert [str(error) for error in errors] == ["odd 1", "odd 3"]
+    assert all(isinstance(error, ValueError) for error in errors)
+    assert all("### Worker 0 of 1 on node" in str(error.__cause__) for error in errors)
+
+
+class _BadState:
+    def __getstate__(self) -> object:
+        return 1 / 0
+
+
+class _BadUnpickle:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _raise_on_load, ()
+
+
+def _raise_on_load() -> None:
+    raise ZeroDivisionError("cannot be rebuilt")
+
+
+def test_each_reply_of_a_batch_travels_alone() -> None:
+    where = "Worker 2 of 3"
+    assert _wire.unpack(_wire.pack((True, 5), where)) == (True, 5)
+    assert _wire.unpack(_wire.pack((True, lambda: 5), where))[1]() == 5  # by cloudpickle
+    ok, error = _wire.unpack(_wire.pack((True, _Unpicklable()), where))
+    assert not ok
+    assert isinstance(error, RuntimeError)
+    assert "could not be pickled" in str(error)
+    # The object's own pickling code failing is the call's error, as with mpi4py.futures.
+    ok, error = _wire.unpack(_wire.pack((True, _BadState()), where))
+    assert not ok
+    assert isinstance(error, ZeroDivisionError)
+    assert where in str(error.__cause__)
+    # A result that cannot be rebuilt by the executor fails alone too.
+    ok, error = _wire.unpack(_wire.pack((True, _BadUnpickle()), where))
+    assert not ok
+    assert isinstance(error, ZeroDivisionError)
+    with pytest.raises(TypeError, match="cannot travel"):
+        _wire.check_travels((_Unpicklable(),))
+    with pytest.raises(ZeroDivisionError):
+        _wire.check_travels((_BadState(),))
+    _wire.check_travels((lambda: 1, (), {}))
+
+
 def test_remote_errors_arrive_with_the_workers_traceback() -> None:
     try:
         {}["missing"]
@@ -241,3 +306,49 @@ def test_remote_errors_arrive_with_the_workers_traceback() -> None:
     assert isinstance(arrived.__cause__, _wire.RemoteTraceback)
     assert "### Worker 3 of 4 on node" in str(arrived.__cause__)
     assert "KeyError: 'missing'" in str(arrived.__cause__)
+
+
+# -- a worker waiting for its next call ----------------------------------------------------------
+
+
+def _idle_passes(engine: ProgressEngine, seconds: float) -> int:
+    """How many progress passes a wait on nothing makes in ``seconds``."""
+    passes = 0
+
+    def idle() -> int:
+        nonlocal passes
+        passes += 1
+        return 0
+
+    engine.register(idle)
+    try:
+        assert not engine.wait_until(lambda: False, timeout=seconds)
+    finally:
+        engine.unregister(idle)
+    return passes
+
+
+def test_idle_wait_sleeps_at_once_instead_of_spinning() -> None:
+    engine = ProgressEngine(spin_count=100_000, block_max_ms=5.0)
+    try:
+        spinning = _idle_passes(engine, 0.05)
+        with idle_wait(engine):
+            assert engine.spin_count == 0
+            patient = _idle_passes(engine, 0.05)
+        # Spinning polls as fast as it can for the whole 50 ms; sleeping from the first idle
+        # pass (50 us, doubling up to 5 ms) makes about a dozen passes.
+        assert spinning > 300
+        assert patient < 100
+        assert engine.spin_count == 100_000
+    finally:
+        engine.close()
+
+
+def test_idle_wait_restores_the_spin_after_an_error() -> None:
+    engine = ProgressEngine(spin_count=7)
+    try:
+        with pytest.raises(KeyError), idle_wait(engine):
+            raise KeyError("probe failed")
+        assert engine.spin_count == 7
+    finally:
+        engine.close()

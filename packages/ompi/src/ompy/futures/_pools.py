@@ -43,6 +43,17 @@ PREFETCH = 2
 #: The longest pause of a manager waiting for replies (seconds); ``OMPY_FUTURES_BACKOFF``.
 BACKOFF = 0.001
 
+#: Batches: the most calls one message to a worker carries, and the longest a call may take
+#: (seconds, from sending to its reply, per call of its message) for the next ones to be
+#: batched.  Why: each message costs the executor and the worker a send, a receive and a
+#: wake-up, tens of microseconds in Python, which dominate calls that do little (a map of
+#: empty tasks ran at a third of mpi4py.futures' rate one call per message).  Batching only
+#: while calls are short keeps long calls one per message, each cancellable until sent and
+#: its result back as soon as it is done; a batch never takes more than an even share of the
+#: queue over the free slots, so the other workers still get calls.
+MAX_BATCH = 16
+SHORT_CALL = 0.001
+
 
 def env_flag(name: str) -> bool:
     """A yes/no environment variable (unset: no); a value that is neither says so."""
@@ -151,6 +162,10 @@ class Pool:
                 self.queue.appendleft(None)  # stays: every later take sees the end too
                 self.wakeup.notify_all()  # and whoever sleeps on the queue wakes to see it
             return item
+
+    def queued(self) -> int:
+        """How many items wait in the queue now (an estimate: others may add or take)."""
+        return len(self.queue)
 
     def sleep(self, seconds: float | None) -> None:
         """Wait until something is queued, at most ``seconds`` (None: no limit)."""
@@ -286,6 +301,10 @@ class CommManager:
     options: dict[str, Any]
     owns_comm: bool = True
     release: Callable[[Any], None] | None = None
+    #: Whether the last reply came back within :data:`SHORT_CALL` per call (batch the next).
+    short_calls: bool = False
+    #: Calls of batches a worker could not receive (none ran), to send again one by one.
+    retry: collections.deque[tuple[Future[Any], Task]] = attrs.field(factory=collections.deque)
 
     def __call__(self, pool: Pool) -> None:
         serialized = state().serialized
@@ -299,11 +318,13 @@ class CommManager:
             self._dispatch(pool, serialized)
         finally:
             if self.owns_comm:
+                # On the calls' transport: a worker receives every message of this executor's
+                # tag through it (a plain message read as pkl5's would leave it waiting).
+                link = transport(self.comm, self.options)
                 with serialized():
-                    stops = [
-                        self.comm.isend((_wire.STOP,), worker, self.tag) for worker in range(size)
-                    ]
-                    MPI.Request.Waitall(stops)
+                    stops = [link.isend((_wire.STOP,), worker, self.tag) for worker in range(size)]
+                    for stop in stops:
+                        stop.wait()
                     if self.release is not None:
                         self.release(self.comm)
 
@@ -341,7 +362,7 @@ class CommManager:
             # in a blocking probe rather than polling (MPI must then take calls from any thread).
             block = bool(pending) and (not self.idle or ending) and threads_free
             received = self._collect(comm, pending, serialized, block)
-            if ending and not pending:
+            if ending and not pending and not self.retry:
                 return
             if sent or received:
                 pause = 0.0
@@ -359,6 +380,9 @@ class CommManager:
     ) -> tuple[bool, bool]:
         """Send queued calls while workers can take them: (whether any was taken, ending)."""
         sent = False
+        while self.retry and self.idle:
+            sent = True
+            self._post([self.retry.popleft()], comm, pending, serialized)
         while not ending and self.idle:
             item = pool.take()
             if item is False:
@@ -367,8 +391,21 @@ class CommManager:
                 return sent, True
             assert not isinstance(item, bool)
             sent = True
-            self._send(item, comm, pending, serialized)
-            del item
+            items = [item]
+            if self.short_calls:
+                share = min(MAX_BATCH, pool.queued() // len(self.idle) + 1)
+                while len(items) < share:
+                    more = pool.take()
+                    if more is None:
+                        ending = True
+                        break
+                    if more is False:
+                        break
+                    assert not isinstance(more, bool)
+                    items.append(more)
+                    del more
+            self._send(items, comm, pending, serialized)
+            del item, items
         return sent, ending
 
     def _collect(self, comm: Any, pending: dict[int, Any], serialized: Any, block: bool) -> bool:
@@ -384,38 +421,93 @@ class CommManager:
                     break
                 worker = status.Get_source()
                 queued = pending[worker]
-                future, request = queued.popleft()
+                calls, request, sent_at = queued.popleft()
                 if not queued:
                     del pending[worker]
+                replied = True
                 try:
                     ok, value = comm.recv(None, worker, self.tag)
                 except BaseException as error:
-                    ok, value = False, error
+                    ok, value, replied = False, error, False
                 request.wait()
             self.idle.append(worker)
             received = True
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
-            del future, value
+            self.short_calls = time.monotonic() - sent_at < SHORT_CALL * len(calls)
+            if len(calls) == 1:
+                _settle(calls[0][0], ok, value)
+            elif ok:
+                for (future, _), blob in zip(calls, value, strict=True):
+                    _settle(future, *_wire.unpack(blob))
+            elif replied:  # the worker could not receive the batch: none of its calls ran
+                self.retry.extend(calls)
+            else:  # the reply itself was lost: every call of the batch fails with it
+                for future, _ in calls:
+                    future.set_exception(value)
+            del calls, value
         return received
 
     def _send(
-        self, item: tuple[Future[Any], Task], comm: Any, pending: dict[int, Any], serialized: Any
+        self,
+        items: list[tuple[Future[Any], Task]],
+        comm: Any,
+        pending: dict[int, Any],
+        serialized: Any,
     ) -> None:
-        future, (fn, args, kwargs) = item
-        if not future.set_running_or_notify_cancel():
-            return
+        """Send the calls of ``items`` that were not cancelled meanwhile."""
+        running = [item for item in items if item[0].set_running_or_notify_cancel()]
+        if running:
+            self._post(running, comm, pending, serialized)
+
+    def _post(
+        self,
+        running: list[tuple[Future[Any], Task]],
+        comm: Any,
+        pending: dict[int, Any],
+        serialized: Any,
+    ) -> None:
+        """Send calls marked running to the next free slot in one message (``CALL``, or
+        ``CALLS`` for several).  When a batch cannot travel, the calls that cannot fail alone
+        and the others are sent again."""
+        if len(running) == 1:
+            fn, args, kwargs = running[0][1]
+            message: tuple[Any, ...] = (_wire.CALL, fn, args, kwargs)
+        else:
+            message = (_wire.CALLS, [task for _, task in running])
         worker = self.idle.popleft()
         try:
             with serialized():
-                request = _wire.send_any(comm, (_wire.CALL, fn, args, kwargs), worker, self.tag)
+                request = _wire.send_any(comm, message, worker, self.tag)
         except BaseException as error:
             self.idle.append(worker)
-            future.set_exception(error)
+            travelling = [] if len(running) == 1 else _travelling(running)
+            if len(travelling) in (0, len(running)):  # no call is to blame alone: all fail
+                for future, _ in running:
+                    if not future.done():
+                        future.set_exception(error)
+            else:
+                self._post(travelling, comm, pending, serialized)
             return
-        pending.setdefault(worker, collections.deque()).append((future, request))
+        pending.setdefault(worker, collections.deque()).append((running, request, time.monotonic()))
+
+
+def _travelling(running: list[tuple[Future[Any], Task]]) -> list[tuple[Future[Any], Task]]:
+    """The calls of a batch that can travel; the others fail with their pickling error."""
+    travelling = []
+    for future, task in running:
+        try:
+            _wire.check_travels(task)
+        except Exception as error:  # what pickling raised, the object's own code included
+            future.set_exception(error)
+        else:
+            travelling.append((future, task))
+    return travelling
+
+
+def _settle(future: Future[Any], ok: bool, value: Any) -> None:
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
 
 
 def split_off(comm: MPI.Intracomm, root: int) -> tuple[Any, Any]:

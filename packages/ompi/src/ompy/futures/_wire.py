@@ -7,6 +7,11 @@ Every message from the executor to a worker is a tuple whose first item says wha
   ``(True, None)`` or ``(False, the exception)``;
 - ``(CALL, fn, args, kwargs)``: call ``fn(*args, **kwargs)``; the worker replies
   ``(True, result)`` or ``(False, exception)``;
+- ``(CALLS, [(fn, args, kwargs), ...])``: several calls, run in order; the worker replies
+  ``(True, [pickled (True, result) or (False, exception), ...])``, one pickle per call, so
+  that a result that cannot travel fails alone (the executor sends a batch when the queue is
+  long and the calls are short, see ``_pools``); ``(False, exception)`` if the batch could
+  not be received (none of its calls ran: the executor sends them again one by one);
 - ``(STOP,)``: the pool is done; the worker leaves its loop (no reply).
 
 Replies go back on the tag of the message they answer: an executor's tag, so that several
@@ -31,6 +36,7 @@ from ompy import MPI
 
 SETUP = "setup"
 CALL = "call"
+CALLS = "calls"
 STOP = "stop"
 
 #: What a failed pickling of a message may raise (pickle and the objects' own ``__reduce__``).
@@ -99,3 +105,42 @@ def unpicklable_reply(error: BaseException, where: str) -> tuple[bool, RemoteErr
     """The reply sent when a worker's own reply cannot be pickled even by value."""
     failure = RuntimeError(f"the worker's reply could not be pickled: {error!r}")
     return False, remote_error(failure, where)
+
+
+def check_travels(obj: Any) -> None:
+    """Raise (what pickling raises) unless pickle or cloudpickle can take ``obj``."""
+    _dumps(obj)
+
+
+def failed_reply(error: BaseException, where: str) -> tuple[bool, Any]:
+    """The reply sent when a worker's reply could not be pickled (``error``, being handled):
+    the object's own pickling code failing is the call's error, as with mpi4py.futures."""
+    if isinstance(error, PICKLING_ERRORS):
+        return unpicklable_reply(error, where)
+    return False, remote_error(error, where)
+
+
+def pack(reply: tuple[bool, Any], where: str) -> bytes:
+    """One call's reply of a batch, pickled alone so that the executor unpickles each alone:
+    a result that cannot be pickled or unpickled fails only its own call."""
+    try:
+        return _dumps(reply)
+    except Exception as error:
+        return pickle.dumps(failed_reply(error, where), protocol=5)
+
+
+def unpack(blob: bytes) -> tuple[bool, Any]:
+    """A reply made by :func:`pack` (an unpickling error is the call's error)."""
+    try:
+        reply: tuple[bool, Any] = pickle.loads(blob)
+    except Exception as error:
+        return False, error
+    return reply
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return pickle.dumps(obj, protocol=5)
+    except PICKLING_ERRORS:
+        blob: bytes = cloudpickle.dumps(obj, protocol=5)
+        return blob
