@@ -8,9 +8,10 @@ are tested through ``ompy run`` in ``integration/pyhelpers``.
 from __future__ import annotations
 
 import pickle
+import sys
 import threading
 import time
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import CancelledError, Future, wait
 from typing import Any
 
 import pytest
@@ -23,12 +24,14 @@ from ompy.futures import (
     MPICommExecutor,
     MPIPoolExecutor,
     ThreadPoolExecutor,
+    _pools,
     _wire,
     collect,
     compose,
     get_comm_workers,
 )
 from ompy.futures._worker import _answer, idle_wait
+from ompy.futures.pool import _setup_options
 from ompy.opal.progress import ProgressEngine
 
 #: Built on this interpreter's own MPI (see conftest.py).
@@ -352,3 +355,109 @@ def test_idle_wait_restores_the_spin_after_an_error() -> None:
         assert engine.spin_count == 7
     finally:
         engine.close()
+
+
+# -- what mpi4py.futures' own tests expect of the executor ---------------------------------------
+
+
+def test_calls_cancelled_by_shutdown_count_as_done_for_wait() -> None:
+    """``concurrent.futures.wait`` sees a cancelled future only once it is notified: calls
+    cancelled by ``shutdown(cancel_futures=True)`` must not leave ``wait`` blocked."""
+    gate = threading.Event()
+    executor = ThreadPoolExecutor(max_workers=1)
+    running = executor.submit(gate.wait)
+    queued = [executor.submit(square, n) for n in range(5)]
+    deadline = time.monotonic() + 10
+    while not running.running() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    executor.shutdown(wait=False, cancel_futures=True)
+    _, not_done = wait(queued, timeout=5)
+    assert not not_done
+    assert all(f.cancelled() for f in queued)
+    gate.set()
+    executor.shutdown(wait=True)
+    assert running.result(timeout=10) is True
+
+
+def test_the_pool_ends_with_its_queue_empty_and_refuses_late_calls() -> None:
+    executor = ThreadPoolExecutor(max_workers=1)
+    assert executor.submit(square, 3).result(timeout=10) == 9
+    pool = executor._pool
+    assert pool is not None
+    executor.shutdown(wait=True)
+    assert pool.event.is_set()
+    assert not pool.thread.is_alive()
+    with pytest.raises(LookupError):
+        pool.queue.pop()
+    late: Future[Any] = Future()
+    pool.push((late, (square, (2,), {})))  # nobody would ever run it: cancelled at once
+    assert late.cancelled()
+    assert not pool.queue
+
+
+@given(value=st.sampled_from(["1", "true", "YES", " on ", "y", "0", "False", "no", "OFF", "n", ""]))
+def test_yes_no_environment_values(value: str) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMPY_TEST_FLAG", value)
+        expected = value.strip().lower() in ("1", "true", "yes", "on", "y")
+        assert _pools.env_flag("OMPY_TEST_FLAG") is expected
+
+
+@given(value=st.text(min_size=1).filter(lambda v: "\x00" not in v))
+def test_other_environment_values_warn_and_count_as_no(value: str) -> None:
+    yes_no = ("", "0", "false", "no", "off", "n", "1", "true", "yes", "on", "y")
+    if value.strip().lower() in yes_no:
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        try:
+            patch.setenv("OMPY_TEST_FLAG", value)
+        except (ValueError, UnicodeEncodeError):
+            return  # not a value an environment can hold
+        with pytest.warns(RuntimeWarning, match="OMPY_TEST_FLAG: unexpected value") as told:
+            assert _pools.env_flag("OMPY_TEST_FLAG") is False
+    assert repr(value) in str(told[0].message)
+
+
+def test_use_pkl5_comes_from_the_environment_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMPY_FUTURES_USE_PKL5", "true")
+    assert _setup_options({"main": False})["use_pkl5"] is True
+    assert _setup_options({"main": False, "use_pkl5": False})["use_pkl5"] is False
+    monkeypatch.setenv("OMPY_FUTURES_USE_PKL5", "maybe")
+    with pytest.warns(RuntimeWarning, match="'maybe'"):
+        assert _setup_options({"main": False})["use_pkl5"] is False
+
+
+class _MadeOnAWorker:
+    """Stands for a class of the program's main script as a worker pickles it."""
+
+
+def test_the_workers_name_for_the_main_module_resolves_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker runs the program's script as ``__worker__``: what it pickles by reference
+    from there (``__worker__.Point``) must unpickle in the executor's process, where the
+    script is ``__main__``."""
+    main = type(sys)("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    monkeypatch.delitem(sys.modules, _wire.MAIN_RUN_NAME, raising=False)
+    _MadeOnAWorker.__module__ = _wire.MAIN_RUN_NAME
+    _MadeOnAWorker.__qualname__ = "Point"
+    main.Point = _MadeOnAWorker  # type: ignore[attr-defined]
+    try:
+        _pools.main_module_options()
+        assert sys.modules[_wire.MAIN_RUN_NAME] is main
+        blob = pickle.dumps(_MadeOnAWorker())
+        assert b"__worker__" in blob
+        assert type(pickle.loads(blob)) is _MadeOnAWorker
+    finally:
+        _MadeOnAWorker.__module__ = __name__
+        _MadeOnAWorker.__qualname__ = "_MadeOnAWorker"
+
+
+def test_a_worker_keeps_its_own_main_module_under_the_workers_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    imported = type(sys)(_wire.MAIN_RUN_NAME)
+    monkeypatch.setitem(sys.modules, _wire.MAIN_RUN_NAME, imported)
+    _wire.alias_main()
+    assert sys.modules[_wire.MAIN_RUN_NAME] is imported

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, Future
 from typing import Any
@@ -56,13 +57,24 @@ SHORT_CALL = 0.001
 
 
 def env_flag(name: str) -> bool:
-    """A yes/no environment variable (unset: no); a value that is neither says so."""
+    """A yes/no environment variable (unset: no).
+
+    A value that is neither warns (``RuntimeWarning`` naming the variable and the value) and
+    counts as no, as mpi4py.futures does with ``MPI4PY_FUTURES_USE_PKL5``: a mistyped setting
+    in the environment should not stop the program.
+    """
     value = os.environ.get(name, "").strip().lower()
     if value in ("", "0", "false", "no", "off", "n"):
         return False
     if value in ("1", "true", "yes", "on", "y"):
         return True
-    raise ValueError(f"{name}={value!r}: expected a yes/no value such as 1, 0, true, false")
+    warnings.warn(
+        f"environment variable {name}: unexpected value {os.environ[name]!r} (expected a "
+        "yes/no value such as 1, 0, true, false); taken as false",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return False
 
 
 def transport(comm: Any, options: dict[str, Any]) -> Any:
@@ -87,10 +99,13 @@ class Pool:
     def __init__(self, manager: Callable[[Pool], None]) -> None:
         self.queue: collections.deque[Item] = collections.deque()
         self.wakeup = threading.Condition()
-        #: Set once the manager knows how many workers there are (or the pool broke).
-        self.ready = threading.Event()
+        #: Set once the manager knows how many workers there are (or the pool broke); named as
+        #: mpi4py.futures names it.
+        self.event = threading.Event()
         self.size = 0
         self.broken: str | None = None
+        #: The manager has left: nothing queued now would ever run.
+        self.finished = False
         self.thread = threading.Thread(target=self._run, args=(manager,), name="ompy-futures")
         self.thread.start()
         _track(self)
@@ -102,14 +117,32 @@ class Pool:
             self.break_down(f"{type(error).__name__}: {error}")
             raise
         finally:
-            self.ready.set()
+            self.event.set()
+            self._close_queue()
             _untrack(self)
+
+    def _close_queue(self) -> None:
+        """Once the manager has left: empty the queue and cancel what is still in it.
+
+        Why: a call queued after the manager left (at interpreter exit, or once the executor
+        was collected) would otherwise wait forever; the queue ends empty, as mpi4py's does.
+        """
+        with self.wakeup:
+            self.finished = True
+            left = [item for item in self.queue if item is not None]
+            self.queue.clear()
+        for future, _ in left:
+            _cancel(future)
 
     # -- the executor's side -------------------------------------------------------------
 
     def push(self, item: Item) -> None:
         with self.wakeup:
             broken = self.broken
+            if self.finished:
+                if item is not None:
+                    _cancel(item[0])
+                return
             if broken is None:
                 self.queue.append(item)
                 self.wakeup.notify()
@@ -131,7 +164,7 @@ class Pool:
                 self.queue.append(None)
         for future, _ in items:
             if fail is None:
-                future.cancel()
+                _cancel(future)
             elif future.set_running_or_notify_cancel():
                 future.set_exception(BrokenExecutor(fail))
 
@@ -143,13 +176,13 @@ class Pool:
 
     def started(self, size: int) -> None:
         self.size = size
-        self.ready.set()
+        self.event.set()
 
     def break_down(self, reason: str) -> None:
         """The pool cannot run calls: fail those queued, refuse new ones."""
         with self.wakeup:
             self.broken = reason
-        self.ready.set()
+        self.event.set()
         self.cancel(fail=reason)
 
     def take(self) -> Item | bool:
@@ -172,6 +205,13 @@ class Pool:
         with self.wakeup:
             if not self.queue:
                 self.wakeup.wait(seconds)
+
+
+def _cancel(future: Future[Any]) -> None:
+    """Cancel a call not sent yet, and tell those waiting on it (``concurrent.futures.wait``
+    and ``as_completed`` see a future as done only once it is notified)."""
+    if future.cancel():
+        future.set_running_or_notify_cancel()
 
 
 # -- every pool of the process is told to finish when the interpreter exits ---------------------
@@ -270,6 +310,7 @@ def thread_manager(size: int, options: dict[str, Any]) -> Callable[[Pool], None]
 
 def main_module_options() -> dict[str, Any]:
     """Where a worker finds the program's main module (see ``_worker._import_main``)."""
+    _wire.alias_main()
     main = sys.modules.get("__main__")
     options: dict[str, Any] = {}
     spec = getattr(main, "__spec__", None)

@@ -26,6 +26,7 @@ value.  Messages pickle accepts pay nothing for this.
 from __future__ import annotations
 
 import pickle
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -39,8 +40,23 @@ CALL = "call"
 CALLS = "calls"
 STOP = "stop"
 
+#: The name the main module of the executor's program runs under in a worker, so that its
+#: ``if __name__ == "__main__":`` part does not run there.  What a worker pickles by reference
+#: from that module (a class or function of the program's script) travels as
+#: ``__worker__.name``; the executor's process knows its own main module under this name too
+#: (:func:`alias_main`), so that such replies unpickle there.
+MAIN_RUN_NAME = "__worker__"
+
 #: What a failed pickling of a message may raise (pickle and the objects' own ``__reduce__``).
 PICKLING_ERRORS = (pickle.PicklingError, AttributeError, TypeError, ValueError)
+
+
+def alias_main() -> None:
+    """Make this process's main module importable as :data:`MAIN_RUN_NAME` too (if that name
+    is free: in a worker it is the imported main module itself)."""
+    main = sys.modules.get("__main__")
+    if main is not None:
+        sys.modules.setdefault(MAIN_RUN_NAME, main)
 
 
 class ByValue:

@@ -24,9 +24,8 @@ from . import _wire
 from ._pools import transport
 from ._state import state, workers_comm
 
-#: The name the main module of the executor's program runs under in a worker, so that its
-#: ``if __name__ == "__main__":`` part does not run there.
-WORKER_RUN_NAME = "__worker__"
+#: The name the executor's main module runs under here (see ``_wire.MAIN_RUN_NAME``).
+WORKER_RUN_NAME = _wire.MAIN_RUN_NAME
 
 
 def _import_main(options: dict[str, Any]) -> None:

@@ -100,7 +100,7 @@ class MPIPoolExecutor(Executor):
             if self._shutdown or self._broken():
                 return 0
             pool = self._bootstrap()
-        pool.ready.wait()
+        pool.event.wait()
         return 0 if pool.broken else pool.size
 
     def bootup(self, wait: bool = True) -> MPIPoolExecutor:
@@ -110,7 +110,7 @@ class MPIPoolExecutor(Executor):
                 raise RuntimeError("cannot bootup after shutdown")
             pool = self._bootstrap()
         if wait:
-            pool.ready.wait()
+            pool.event.wait()
         return self
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> FutureType[Any]:
