@@ -49,7 +49,13 @@ SPAWN_CHECKS = [
     "lambda",
     "local_function",
     "error",
+    "main_class",
+    "run_name",
+    "bad_unpickle",
     "shutdown",
+    "cancel_wait",
+    "max_workers_environ",
+    "use_pkl5_environ",
     "no_orphans",
 ]
 

@@ -13,6 +13,16 @@ Checks, each printed as one JSON line ``{"check": name, "ok": value}``:
   the cause, and the executor goes on working;
 - ``shutdown``: after ``shutdown()`` the executor refuses new calls; ``shutdown(wait=False,
   cancel_futures=True)`` of a second executor cancels what had not started;
+- ``main_class``: an instance of a class of this script, made on a worker (where the script
+  runs as ``__worker__``), arrives here as an instance of this script's class;
+- ``run_name``: on the workers this script runs under the name ``__worker__``;
+- ``bad_unpickle``: an argument whose unpickling fails on the worker fails its call with that
+  error and the worker's traceback as the cause; the next call runs;
+- ``cancel_wait``: calls cancelled by ``shutdown(cancel_futures=True)`` count as done for
+  ``concurrent.futures.wait`` at once;
+- ``max_workers_environ``: ``OMPY_FUTURES_MAX_WORKERS`` sets how many workers are spawned;
+- ``use_pkl5_environ``: ``OMPY_FUTURES_USE_PKL5`` yes/no values work, and any other value
+  warns (``RuntimeWarning`` naming it) and counts as no;
 - ``no_orphans``: once shut down, every worker process has exited.
 """
 
@@ -20,6 +30,8 @@ import json
 import os
 import sys
 import time
+import warnings
+from concurrent.futures import wait
 
 import numpy as np
 
@@ -59,6 +71,52 @@ def make_adder(offset):
         return x + offset
 
     return add
+
+
+class Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def run_name():
+    return __name__
+
+
+class BadUnpickle:
+    def __getstate__(self):
+        return (None,)
+
+    def __setstate__(self, state):
+        _ = 1 / 0
+
+
+def echo(obj):
+    return obj
+
+
+def environ_checks():
+    os.environ["OMPY_FUTURES_MAX_WORKERS"] = "1"
+    try:
+        with MPIPoolExecutor() as one:
+            report("max_workers_environ", one.num_workers == 1)
+    finally:
+        del os.environ["OMPY_FUTURES_MAX_WORKERS"]
+    ok = True
+    try:
+        for value in ("false", "true"):
+            os.environ["OMPY_FUTURES_USE_PKL5"] = value
+            with MPIPoolExecutor(max_workers=1) as pool:
+                ok = ok and pool.submit(square, 3).result() == 9
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            os.environ["OMPY_FUTURES_USE_PKL5"] = "foobar"
+            with MPIPoolExecutor(max_workers=1) as pool:
+                ok = ok and pool.submit(square, 4).result() == 16
+        told = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+        ok = ok and len(told) == 1 and "foobar" in str(told[0].message)
+    finally:
+        del os.environ["OMPY_FUTURES_USE_PKL5"]
+    report("use_pkl5_environ", ok)
 
 
 def gone(pid, within=30.0):
@@ -106,6 +164,18 @@ if __name__ == "__main__":
             and "divide" in str(error.__cause__)
             and executor.submit(divide, 4).result() == 0.25,
         )
+
+        point = executor.submit(Point, 3, 4).result()
+        report("main_class", type(point) is Point and (point.x, point.y) == (3, 4))
+        report("run_name", executor.submit(run_name).result() == "__worker__")
+
+        error = executor.submit(echo, BadUnpickle()).exception()
+        report(
+            "bad_unpickle",
+            isinstance(error, ZeroDivisionError)
+            and "__setstate__" in str(error.__cause__)
+            and executor.submit(echo, 5).result() == 5,
+        )
     try:
         executor.submit(square, 2)
         refused = False
@@ -117,9 +187,12 @@ if __name__ == "__main__":
     futures[0].result()  # the worker is up and busy
     second.shutdown(wait=False, cancel_futures=True)
     cancelled = sum(f.cancelled() for f in futures)
+    _, not_done = wait([f for f in futures if f.cancelled()], timeout=5)
+    report("cancel_wait", cancelled > 0 and not not_done)
     second.shutdown(wait=True)
     finished = [f.result() for f in futures if not f.cancelled()]
     report("shutdown", refused and cancelled >= 10 and finished == list(range(len(finished))))
 
+    environ_checks()
     report("no_orphans", all(gone(pid) for pid in pids))
     sys.stdout.flush()
