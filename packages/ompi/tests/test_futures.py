@@ -7,6 +7,7 @@ are tested through ``ompy run`` in ``integration/pyhelpers``.
 
 from __future__ import annotations
 
+import collections
 import pickle
 import sys
 import threading
@@ -461,3 +462,17 @@ def test_a_worker_keeps_its_own_main_module_under_the_workers_name(
     monkeypatch.setitem(sys.modules, _wire.MAIN_RUN_NAME, imported)
     _wire.alias_main()
     assert sys.modules[_wire.MAIN_RUN_NAME] is imported
+
+
+def test_a_call_goes_to_a_worker_with_nothing_in_hand_first() -> None:
+    """Three calls on three workers run at once, whatever order the idle slots are in."""
+    manager = _pools.CommManager(None, 0, collections.deque([0, 0, 1, 1, 2, 2]), {}, workers=3)
+    pending: dict[int, Any] = {}
+    taken = []
+    for _ in range(3):
+        worker = manager._next_worker(pending)
+        pending.setdefault(worker, []).append("call")
+        taken.append(worker)
+    assert taken == [0, 1, 2]
+    assert manager._next_worker(pending) == 0  # every worker busy: the first slot
+    assert list(manager.idle) == [1, 2]

@@ -344,12 +344,14 @@ class CommManager:
     release: Callable[[Any], None] | None = None
     #: Whether the last reply came back within :data:`SHORT_CALL` per call (batch the next).
     short_calls: bool = False
+    #: How many workers there are (known once the manager runs).
+    workers: int = 0
     #: Calls of batches a worker could not receive (none ran), to send again one by one.
     retry: collections.deque[tuple[Future[Any], Task]] = attrs.field(factory=collections.deque)
 
     def __call__(self, pool: Pool) -> None:
         serialized = state().serialized
-        size = self.comm.Get_remote_size()
+        size = self.workers = self.comm.Get_remote_size()
         try:
             failure = self._setup(size, serialized)
             if failure is not None:
@@ -499,6 +501,23 @@ class CommManager:
         if running:
             self._post(running, comm, pending, serialized)
 
+    def _next_worker(self, pending: dict[int, Any]) -> int:
+        """Take the idle slot of a worker that has none of this executor's calls in hand, if
+        there is one, else the first idle slot.
+
+        Why: a worker's second slot (:data:`PREFETCH`) queues a call behind the one it runs; as
+        long as another worker has nothing to do, a call waiting behind a long one would be
+        late for no reason (three calls on three workers must run at once, whatever order the
+        replies left the idle slots in).
+        """
+        idle = self.idle
+        if idle[0] in pending and len(pending) < self.workers:  # else every worker has calls
+            for index, worker in enumerate(idle):
+                if worker not in pending:
+                    del idle[index]
+                    return worker
+        return idle.popleft()
+
     def _post(
         self,
         running: list[tuple[Future[Any], Task]],
@@ -514,7 +533,7 @@ class CommManager:
             message: tuple[Any, ...] = (_wire.CALL, fn, args, kwargs)
         else:
             message = (_wire.CALLS, [task for _, task in running])
-        worker = self.idle.popleft()
+        worker = self._next_worker(pending)
         try:
             with serialized():
                 request = _wire.send_any(comm, message, worker, self.tag)
