@@ -150,3 +150,24 @@ def test_executor_left_open_ends_with_the_program(ompy, tmp_path):
     result = ompy.run([*args, sys.executable, str(program)], timeout=250)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("btl", ["self,sm", "self,tcp"])
+def test_comm_executor_left_without_a_call_releases_the_workers(ompy, tmp_path, btl):
+    """The root leaves an ``MPICommExecutor`` block without a call (once per root): the other
+    ranks, serving inside ``__enter__``, are told to stop and every rank goes on."""
+    program = tmp_path / "unused.py"
+    program.write_text(
+        "from ompy import MPI\n"
+        "from ompy.futures import MPICommExecutor\n"
+        "comm = MPI.COMM_WORLD\n"
+        "for root in range(comm.Get_size()):\n"
+        "    with MPICommExecutor(comm, root) as executor:\n"
+        "        assert (executor is not None) == (comm.Get_rank() == root)\n"
+        "comm.Barrier()\n"
+        "print('through', flush=True)\n"
+    )
+    args = ["-n", "3", "--oversubscribe", "--mca", "btl", btl, "--timeout", "100"]
+    result = ompy.run([*args, sys.executable, str(program)], timeout=150)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["through"] * 3

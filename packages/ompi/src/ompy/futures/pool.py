@@ -355,6 +355,9 @@ class MPICommExecutor:
             release=_free,
         )
         executor._make_pool = lambda _: _pools.Pool(manager)
+        # Started now, not at the first call: the other ranks serve until the pool tells them
+        # to stop, which it must do even when the root leaves the block without a call.
+        executor.bootup(wait=False)
         self._executor = executor
         return executor
 
