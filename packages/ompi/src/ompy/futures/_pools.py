@@ -132,22 +132,25 @@ class Pool:
             left = [item for item in self.queue if item is not None]
             self.queue.clear()
         for future, _ in left:
-            _cancel(future)
+            if self.broken is None:
+                _cancel(future)
+            elif future.set_running_or_notify_cancel():
+                future.set_exception(BrokenExecutor(self.broken))
 
     # -- the executor's side -------------------------------------------------------------
 
     def push(self, item: Item) -> None:
         with self.wakeup:
             broken = self.broken
-            if self.finished:
-                if item is not None:
-                    _cancel(item[0])
-                return
-            if broken is None:
+            if broken is None and not self.finished:
                 self.queue.append(item)
                 self.wakeup.notify()
                 return
-        if item is not None and item[0].set_running_or_notify_cancel():
+        if item is None:
+            return
+        if broken is None:
+            _cancel(item[0])  # the manager has left: nobody would run it
+        elif item[0].set_running_or_notify_cancel():
             item[0].set_exception(BrokenExecutor(broken))  # the pool broke since the check
 
     def done(self) -> None:
