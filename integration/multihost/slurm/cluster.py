@@ -72,13 +72,24 @@ def ensure_installed() -> None:
         )
 
 
+#: Where the daemons' ports are drawn from: below the kernel's ephemeral range (32768 and up by
+#: default), so that no outgoing connection of another process can take a port between the
+#: moment it is picked and the moment a daemon binds it.
+PORT_RANGE = range(20000, 32000)
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` TCP ports nobody listens on right now (held open together, then released)."""
-    holders = []
+    """``count`` TCP ports of :data:`PORT_RANGE` nobody listens on right now, on any address
+    (held open together, then released)."""
+    holders: list[socket.socket] = []
     try:
-        for _ in range(count):
+        while len(holders) < count:
             sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
+            try:
+                sock.bind(("", PORT_RANGE[secrets.randbelow(len(PORT_RANGE))]))
+            except OSError:
+                sock.close()
+                continue
             holders.append(sock)
         return [sock.getsockname()[1] for sock in holders]
     finally:
