@@ -410,28 +410,17 @@ def _alltoall(comm: MPI.Comm, objs: Any) -> list[Any]:
 # -- requests and messages -------------------------------------------------------------------
 
 
-class Request(tuple[MPI.Request, ...]):
-    """A nonblocking pkl5 operation: the ``MPI.Request`` of each of its parts.
+class _Handles(tuple):
+    """The MPI handles of a pkl5 operation's parts, compared as mpi4py's pkl5 does: equal to
+    another of the same kind with the same parts, or to one MPI handle all its parts equal."""
 
-    A request from :meth:`Message.irecv` also holds the buffers being received into, and
-    ``wait``/``test`` give the object once every part has arrived.
-    """
-
-    _parts: Parts | None
-
-    def __new__(cls, request: MPI.Request | Iterable[MPI.Request] | None = None) -> Request:
-        if request is None:
-            request = (MPI.REQUEST_NULL,)
-        elif isinstance(request, MPI.Request):
-            request = (request,)
-        self = super().__new__(cls, request)
-        self._parts = None
-        return self
+    #: The MPI handle class of the parts (``MPI.Request``, ``MPI.Message``).
+    _part: type
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Request):
+        if isinstance(other, type(self)):
             return tuple(self) == tuple(other)
-        if isinstance(other, MPI.Request):
+        if isinstance(other, self._part):
             return all(part == other for part in self)
         return NotImplemented
 
@@ -443,6 +432,26 @@ class Request(tuple[MPI.Request, ...]):
 
     def __bool__(self) -> bool:
         return any(self)
+
+
+class Request(_Handles, tuple[MPI.Request, ...]):
+    """A nonblocking pkl5 operation: the ``MPI.Request`` of each of its parts.
+
+    A request from :meth:`Message.irecv` also holds the buffers being received into, and
+    ``wait``/``test`` give the object once every part has arrived.
+    """
+
+    _part = MPI.Request
+    _parts: Parts | None
+
+    def __new__(cls, request: MPI.Request | Iterable[MPI.Request] | None = None) -> Request:
+        if request is None:
+            request = (MPI.REQUEST_NULL,)
+        elif isinstance(request, MPI.Request):
+            request = (request,)
+        self = super().__new__(cls, request)
+        self._parts = None
+        return self
 
     def _result(self) -> Any:
         parts, self._parts = self._parts, None
@@ -520,8 +529,10 @@ class Request(tuple[MPI.Request, ...]):
         return [request._result() for request in requests]
 
 
-class Message(tuple[MPI.Message, ...]):
+class Message(_Handles, tuple[MPI.Message, ...]):
     """A matched pkl5 message: the ``MPI.Message`` of its frame and of each part."""
+
+    _part = MPI.Message
 
     def __new__(cls, message: MPI.Message | Iterable[MPI.Message] | None = None) -> Message:
         if message is None:
@@ -529,22 +540,6 @@ class Message(tuple[MPI.Message, ...]):
         elif isinstance(message, MPI.Message):
             message = (message,)
         return super().__new__(cls, message)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Message):
-            return tuple(self) == tuple(other)
-        if isinstance(other, MPI.Message):
-            return all(part == other for part in self)
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
-
-    __hash__ = tuple.__hash__
-
-    def __bool__(self) -> bool:
-        return any(self)
 
     def free(self) -> None:
         """Release the matched messages (nothing to do for MPI messages; kept for mpi4py)."""
