@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,10 @@ def test_destroy_removes_namespaces_processes_and_files(tmp_path):
         pytest.skip("needs root")
     made = Cluster.create(tmp_path, (1, 1))
     sleeper = subprocess.Popen(made.host("h2").command(["sleep", "600"]))
+    # ``ip netns exec`` enters the namespace only after it starts: wait for it to get there.
+    deadline = time.monotonic() + 30
+    while not made.host("h2").pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert made.host("h2").pids() == [sleeper.pid]
     assert made.leftovers()
     made.destroy()
