@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 PROGRAMS = Path(__file__).parent / "programs"
 pytestmark = pytest.mark.timeout(240)
 
-#: Sizes on both sides of the eager limits of sm (4 KiB) and tcp (64 KiB), and a rendezvous.
+#: Sizes on both sides of the eager limits of sm (4 KiB) and tcp (128 KiB), and a rendezvous.
 message = st.tuples(
     st.integers(0, 7),
     st.integers(0, 7),
     st.integers(0, 3),
-    st.sampled_from([0, 1, 100, 4090, 70_000, 300_000]),
+    st.sampled_from([0, 1, 100, 4090, 70_000, 140_000, 300_000]),
 )
 schedules = st.lists(st.lists(message, min_size=1, max_size=12), min_size=6, max_size=6)
 

@@ -20,8 +20,12 @@ rank, size = comm.Get_rank(), comm.Get_size()
 right, left = (rank + 1) % size, (rank - 1) % size
 checked = []
 LARGEST = int(sys.argv[2]) if len(sys.argv) > 2 else 64 << 20
-#: 0 B to LARGEST, with both sides of the eager limits of sm (4 KiB) and tcp (64 KiB).
-SIZES = sorted({0, 1, 1000, 4095, 4096, 4097, 65535, 65536, 65537, 1 << 20, LARGEST})
+#: 0 B to LARGEST, with both sides of the eager limits of sm (4 KiB and 64 KiB) and tcp (128 KiB
+#: of data and 64 bytes of header room: 128 KiB + 48 is its longest eager message with ob1's
+#: 16-byte MATCH header).
+SIZES = sorted(
+    {0, 1, 1000, 4095, 4096, 4097, 65535, 65536, 65537, 131120, 131121, 1 << 20, LARGEST}
+)
 
 
 def check(name, condition, detail=""):

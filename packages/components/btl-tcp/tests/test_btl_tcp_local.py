@@ -22,7 +22,8 @@ PROCS = [Proc("job", 0), Proc("job", 1)]  # the ranks the pair fixture (conftest
 
 def test_modules_carry_the_configured_attributes(pair):
     (module,) = pair.modules[0]
-    assert module.eager_limit == 64 * 1024 and module.max_send_size == 128 * 1024
+    # 128 KiB of data and the PML's header go eagerly (component.EAGER_DATA, HEADER_ROOM).
+    assert module.eager_limit == module.max_send_size == 128 * 1024 + 64
     assert module.flags == BtlFlags.SEND | BtlFlags.SENDI | BtlFlags.GET
     assert module.exclusivity == 100 and module.name == "tcp:lo:0"
 

@@ -86,7 +86,12 @@ def digest(data) -> str:
 
 # -- scenarios --------------------------------------------------------------------------------
 
-SIZES = [0, 1, 64 * 1024 - 17, 64 * 1024 - 16, 64 * 1024 - 15, 128 * 1024, 1 << 20, 64 << 20, 3]
+#: Around the eager limits: sm's (64 KiB with the 16-byte MATCH header), tcp's (128 KiB of data
+#: plus 64 bytes of header room: 128 KiB + 48 is its longest eager message).
+SIZES = [
+    *(0, 1, 64 * 1024 - 17, 64 * 1024 - 16, 64 * 1024 - 15, 128 * 1024),
+    *(128 * 1024 + 48, 128 * 1024 + 49, 1 << 20, 64 << 20, 3),
+]
 
 
 def scenario_sizes(me: Rank) -> None:

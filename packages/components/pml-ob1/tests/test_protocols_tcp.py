@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from ob1_harness import FakeComm, pattern
 
+from ompy.mca.pml.ob1.headers import MATCH, RNDV
 from ompy.ompi.constants import ANY_SOURCE, ANY_TAG
 from ompy.ompi.datatype.buffer import parse_buffer
 from ompy.ompi.errors import Exception as MPIException
@@ -38,13 +39,16 @@ def test_a_long_message_is_striped_over_both_links_by_bandwidth(make_world):
     stripes = world.pmls[0]._peers[1].send
     carried = [btl.bytes_scheduled for btl in stripes]
     assert all(carried), f"a link carried nothing: {carried}"
-    assert sum(carried) == size - (64 * 1024 - 32), "everything after the RNDV fragment"
+    first = stripes[0].eager_limit - RNDV.size  # what the RNDV fragment carried
+    assert sum(carried) == size - first, "everything after the RNDV fragment"
     assert abs(carried[0] - carried[1]) <= 128 * 1024, f"equal bandwidth, unequal shares {carried}"
 
 
 def test_mixed_sizes_keep_their_order_across_two_connections(make_world):
     world = make_world(2, "self,tcp", **TWO_LINKS)
-    sizes = [1, 70_000, 5, 0, 300_000, 64 * 1024 - 16, 64 * 1024 - 15, 9] * 3
+    # Around the eager limit: the longest eager message, the shortest rendezvous one.
+    eager = world.pmls[0]._peers[1].send[0].eager_limit - MATCH.size
+    sizes = [1, 170_000, 5, 0, 300_000, eager, eager + 1, 9] * 3
     messages = [pattern(size, seed) for seed, size in enumerate(sizes)]
     sends = [world.isend(0, data, 1, seed % 3) for seed, data in enumerate(messages)]
     outs = [np.zeros(max(sizes), np.uint8) for _ in sizes]

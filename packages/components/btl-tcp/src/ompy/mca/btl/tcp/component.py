@@ -57,6 +57,17 @@ from .module import TcpBtlModule
 from .poller import Poller
 from .rdma import Registrations
 
+#: The data of the longest message sent eagerly by default.  A rendezvous costs a round trip
+#: of small frames, about 25 us of Python on each side on loopback, while an eager message
+#: costs one more copy at the receiver (about 10 us per 128 KiB): up to 128 KiB the eager
+#: message is the faster one (measured: 64 KiB 23 us eager against 49 us as rendezvous + get,
+#: 128 KiB 29-39 against 83 us, 256 KiB 51-59 against 84 us; see docs/point-to-point.md).
+#: 128 KiB keeps each connection's receive buffer (two eager frames) at about 256 KiB.
+EAGER_DATA = 128 * 1024
+#: Room for the PML's header on top of the data (ob1's MATCH header is 24 bytes), so that a
+#: message of exactly :data:`EAGER_DATA` bytes, a size programs use, still goes eagerly.
+HEADER_ROOM = 64
+
 
 class TcpBtlComponent(BtlComponent):
     """TCP sockets between processes on any nodes; one module per selected interface and link."""
@@ -66,8 +77,8 @@ class TcpBtlComponent(BtlComponent):
     description = "TCP sockets, one module per network interface"
     default_priority = 10
     module_defaults = ModuleDefaults(
-        eager_limit=64 * 1024,
-        max_send_size=128 * 1024,
+        eager_limit=EAGER_DATA + HEADER_ROOM,
+        max_send_size=EAGER_DATA + HEADER_ROOM,
         rdma_pipeline_send_length=128 * 1024,
         rdma_pipeline_frag_size=1 << 30,
         # A get costs one more control frame than a rendezvous: on loopback it pays for
