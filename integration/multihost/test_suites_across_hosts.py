@@ -27,9 +27,9 @@ VERBOSE = ["--mca", "pml_base_verbose", "10"]
 #: The largest message of the p2p suite: its ring Sendrecv carries it across each host pair.
 LARGEST = 4 << 20
 #: Messages between ranks of different hosts (source, destination, tag, bytes), both sides of
-#: the tcp eager limit (64 KiB), with one pair within a host.
+#: the tcp eager limit (128 KiB of data), with one pair within a host.
 SCHEDULES = [
-    [[0, 5, 1, 70_000], [5, 0, 2, 100], [2, 3, 0, 4090], [1, 4, 3, 65_536]],
+    [[0, 5, 1, 140_000], [5, 0, 2, 100], [2, 3, 0, 4090], [1, 4, 3, 131_072]],
     [[3, 0, 7, 1], [4, 1, 7, 200_000], [0, 2, 9, 0], [2, 0, 9, 65_537]],
 ]
 
