@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ompy.opal.binding import POLICIES
 from ompy.opal.layer import Layer
 from ompy.opal.mca.params import ParamType, Registry
 
@@ -52,6 +53,18 @@ def register_params(registry: Registry) -> None:
         "ends the job with its exit code (the others may be blocked on it)",
         level=6,
         minimum=0,
+        scope=scope,
+    )
+    registry.register(
+        "orte_bind_to",
+        ParamType.ENUM,
+        "auto",
+        "Processors each rank is bound to, decided on each node: 'core' (a core per rank), "
+        "'package' (a package, i.e. socket, per rank), 'none', or 'auto' (a core per rank "
+        "where a node runs at most two ranks, else a package per rank, as mpirun does). A node "
+        "with more ranks than cores (or packages) is not bound. Same as ompy run --bind-to",
+        level=3,
+        choices=POLICIES,
         scope=scope,
     )
     registry.register(

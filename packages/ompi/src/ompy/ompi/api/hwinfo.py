@@ -19,8 +19,8 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-#: Where Linux describes processors and NUMA nodes.
-SYSFS = Path("/sys/devices/system")
+from ompy.opal.binding import SYSFS, parse_cpulist, read_sysfs, sharing
+
 #: The resource types reported, largest first, with hwloc's names.
 TYPES = (
     "Machine",
@@ -56,12 +56,12 @@ def confinement(cpus: Iterable[int] | None = None, root: Path = SYSFS) -> dict[s
     if not allowed:
         raise ValueError("hardware resources: the process may run on no processor")
     readers: dict[str, Callable[[int], str | None]] = {
-        "Package": lambda cpu: _topology(root, cpu, "package_cpus_list", "core_siblings_list"),
+        "Package": lambda cpu: sharing(root, cpu, "package_cpus_list", "core_siblings_list"),
         "NUMANode": _numa_nodes(root),
         "L3Cache": lambda cpu: _cache(root, cpu, 3),
         "L2Cache": lambda cpu: _cache(root, cpu, 2),
         "L1Cache": lambda cpu: _cache(root, cpu, 1),
-        "Core": lambda cpu: _topology(root, cpu, "core_cpus_list", "thread_siblings_list"),
+        "Core": lambda cpu: sharing(root, cpu, "core_cpus_list", "thread_siblings_list"),
     }
     result: dict[str, str | None] = {"Machine": "machine"}
     for kind in TYPES[1:-1]:
@@ -77,20 +77,6 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def _topology(root: Path, cpu: int, name: str, older_name: str) -> str | None:
-    """The processors sharing ``cpu``'s resource, as the kernel lists them (its identity)."""
-    base = root / "cpu" / f"cpu{cpu}" / "topology"
-    listed = _read(base / name)
-    return listed if listed is not None else _read(base / older_name)
-
-
 def _cache(root: Path, cpu: int, level: int) -> str | None:
     """The processors sharing ``cpu``'s data (or unified) cache of ``level``."""
     caches = root / "cpu" / f"cpu{cpu}" / "cache"
@@ -99,11 +85,11 @@ def _cache(root: Path, cpu: int, level: int) -> str | None:
     except OSError:
         return None
     for entry in entries:
-        if _read(entry / "level") != str(level):
+        if read_sysfs(entry / "level") != str(level):
             continue
-        if _read(entry / "type") not in ("Data", "Unified"):
+        if read_sysfs(entry / "type") not in ("Data", "Unified"):
             continue
-        shared = _read(entry / "shared_cpu_list")
+        shared = read_sysfs(entry / "shared_cpu_list")
         if shared is not None:
             return shared
     return None
@@ -113,20 +99,8 @@ def _numa_nodes(root: Path) -> Callable[[int], str | None]:
     """Processor -> the name of its NUMA node (None where the system shows no nodes)."""
     node_of: dict[int, str] = {}
     for node in sorted((root / "node").glob("node[0-9]*")):
-        listed = _read(node / "cpulist")
+        listed = read_sysfs(node / "cpulist")
         if listed:
             for cpu in parse_cpulist(listed):
                 node_of[cpu] = node.name
     return node_of.get
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """The processors of a kernel cpu list such as ``"0-3,8,10-11"``."""
-    cpus: list[int] = []
-    for piece in text.split(","):
-        part = piece.strip()
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        cpus.extend(range(int(first), int(last or first) + 1))
-    return cpus

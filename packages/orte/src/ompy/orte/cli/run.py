@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from ompy.opal.binding import POLICIES
 from ompy.orte.launcher.plan import RunOptions
 
 from .run_options import BY_DEST
@@ -86,6 +87,13 @@ def option(dest: str, **settings):
     default="slot",
     show_default=True,
     help="Fill each host's slots before the next (slot) or deal ranks round-robin (node).",
+)
+@option(
+    "bind_to",
+    type=click.Choice(POLICIES),
+    default=None,
+    help="Bind each rank to a core, a package (socket) or nothing [default: auto, a core per "
+    "rank where a node runs at most two ranks, else a package; the orte_bind_to parameter].",
 )
 @option(
     "oversubscribe",

@@ -43,6 +43,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("hosts", ("--host",), 1),
     RunOption("hostfile", ("--hostfile",), 1),
     RunOption("map_by", ("--map-by",), 1),
+    RunOption("bind_to", ("--bind-to",), 1),
     RunOption("oversubscribe", ("--oversubscribe",), 0, ("--no-oversubscribe",)),
     RunOption("mca", ("--mca",), 2),
     RunOption("exports", ("-x",), 1),

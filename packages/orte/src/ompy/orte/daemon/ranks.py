@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ompy.opal.binding import NodeBinding
 from ompy.orte.launcher.forkserver.client import (
     ForkServerClient,
     ForkServerUnavailableError,
@@ -87,15 +88,17 @@ class RankStarter:
         self._fork_server_wanted = fork_server
         self._server: ForkServerClient | None = None
         self._server_argv: tuple[str, ...] = ()
+        self._binding = NodeBinding()
 
     def start(
         self, rank: int, argv: Sequence[str], env: Mapping[str, str], cwd: str, stdio: Stdio
     ) -> RankProcess:
         """Start ``rank``; :class:`SpawnError` says why it could not."""
+        cpus = self._binding.cpus(env)
         server = self._fork_server(argv, env, cwd)
         if server is not None and server.can_pass(stdio):
             try:
-                return server.spawn(rank, env, stdio)
+                return server.spawn(rank, env, stdio, cpus)
             except ForkServerUnavailableError:
                 self.close()  # every later rank is executed
         try:
@@ -107,7 +110,7 @@ class RankStarter:
                 stdout=stdio.stdout,
                 stderr=stdio.stderr,
                 start_new_session=True,
-                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
+                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl, cpus),  # noqa: PLW1509
             )
         except OSError as error:
             raise spawn_error(rank, self.host, argv, cwd, error) from None

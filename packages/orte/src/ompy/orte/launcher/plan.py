@@ -15,6 +15,8 @@ from pathlib import Path
 
 import attrs
 
+from ompy.opal.binding import BINDING_VARIABLE
+
 from .errors import LaunchError
 from .hosts import is_local_host, usable_cores
 from .job import Allocation, AppContext, JobMap
@@ -37,6 +39,8 @@ class RunOptions:
     hosts: tuple[str, ...] = ()
     hostfile: Path | None = None
     map_by: str = "slot"
+    #: ``--bind-to``; None: the ``orte_bind_to`` parameter decides.
+    bind_to: str | None = None
     #: ``None``: allowed with a warning; ``True``: allowed silently; ``False``: an error.
     oversubscribe: bool | None = None
     mca: tuple[tuple[str, str], ...] = ()
@@ -129,7 +133,9 @@ def plan_job(options: RunOptions, registry, reporter: Reporter) -> Plan:
     from ompy.opal.mca.params import environment_for_cli
 
     mca_env = environment_for_cli(mca_overrides(options.mca))
-    app = AppContext(argv, cwd, {**exported, **mca_env})
+    # Each node's rank starter binds the ranks it starts (ompy.opal.binding) by this policy.
+    binding = {BINDING_VARIABLE: options.bind_to or str(registry.get("orte_bind_to"))}
+    app = AppContext(argv, cwd, {**exported, **mca_env, **binding})
     return Plan(options, allocation, job_map, app, mca_env)
 
 

@@ -50,17 +50,21 @@ def environment_fits(server_env: Mapping[str, str], rank_env: Mapping[str, str])
     """Whether a server started with ``server_env`` can fork a rank that needs ``rank_env``.
 
     The child gets ``rank_env`` in full; what must agree is what the server's interpreter
-    and its preloaded modules read at start-up.  So the rank's identity variables and the MCA
+    and its preloaded modules read at start-up.  So the rank's identity variables, the MCA
     parameters (``OMPY_MCA_*``, read when frameworks open, never at import: the preload
-    contract) may differ; every other variable must be equal.
+    contract) and the binding policy (read by the rank's starter) may differ; every other
+    variable must be equal.
     """
+    from ompy.opal.binding import BINDING_VARIABLE
     from ompy.orte.control.environment import ALL_VARIABLES
 
     def common(env: Mapping[str, str]) -> dict[str, str]:
         return {
             name: value
             for name, value in env.items()
-            if name not in ALL_VARIABLES and not name.startswith(MCA_PREFIX)
+            if name not in ALL_VARIABLES
+            and name != BINDING_VARIABLE
+            and not name.startswith(MCA_PREFIX)
         }
 
     return common(server_env) == common(rank_env)
@@ -127,8 +131,15 @@ class ForkServerClient:
             and self.env == dict(os.environ)
         )
 
-    def spawn(self, rank: int, env: Mapping[str, str], stdio: Stdio) -> ForkedRank:
-        """Have the server fork ``rank``; :class:`ForkServerUnavailableError` if it cannot."""
+    def spawn(
+        self,
+        rank: int,
+        env: Mapping[str, str],
+        stdio: Stdio,
+        cpus: frozenset[int] | None = None,
+    ) -> ForkedRank:
+        """Have the server fork ``rank``, bound to ``cpus`` (None: as the server runs);
+        :class:`ForkServerUnavailableError` if it cannot."""
         self._wait_ready()
         status_r, status_w = os.pipe()
         opened: list[int] = [status_w]
@@ -138,6 +149,7 @@ class ForkServerClient:
             body = {
                 "cwd": str(self.cwd),
                 "env": dict(env),
+                "cpus": None if cpus is None else sorted(cpus),
                 "command": {
                     "executable": self.command.executable,
                     "options": self.command.options,

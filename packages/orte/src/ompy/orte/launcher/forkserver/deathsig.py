@@ -12,6 +12,8 @@ import os
 import signal
 from collections.abc import Callable
 
+from ompy.opal.binding import bind
+
 _PR_SET_PDEATHSIG = 1
 
 Prctl = Callable[[int, int, int, int, int], int]
@@ -41,10 +43,15 @@ def die_with_parent(parent_pid: int, prctl: Prctl | None) -> None:
         os._exit(137)
 
 
-def preexec_die_with_parent(parent_pid: int, prctl: Prctl | None) -> Callable[[], None]:
-    """The ``preexec_fn`` that runs :func:`die_with_parent` in a ``subprocess`` child."""
+def preexec_die_with_parent(
+    parent_pid: int, prctl: Prctl | None, cpus: frozenset[int] | None = None
+) -> Callable[[], None]:
+    """The ``preexec_fn`` that runs :func:`die_with_parent` in a ``subprocess`` child, and
+    binds it to ``cpus`` (a rank's binding, :mod:`ompy.opal.binding`) before it runs anything:
+    threads it starts later inherit the binding."""
 
     def preexec() -> None:
         die_with_parent(parent_pid, prctl)
+        bind(0, cpus)
 
     return preexec

@@ -29,6 +29,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from ompy.opal.binding import bind
 from ompy.opal.eventloop import EventLoop
 
 from . import wire
@@ -107,6 +108,8 @@ class ForkServer:
         try:
             os.setsid()
             die_with_parent(self.pid, self.prctl)
+            if body["cpus"] is not None:  # before the program runs: its threads inherit it
+                bind(0, frozenset(body["cpus"]))
             self._loop.close()  # the child's copies of the loop's descriptors
             signal.set_wakeup_fd(-1)  # as in a fresh interpreter
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)

@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ompy.opal.binding import NodeBinding
 from ompy.orte.launcher.errors import LaunchError
 from ompy.orte.launcher.forkserver.client import (
     ForkServerClient,
@@ -108,6 +109,7 @@ class LocalPlmModule(PlmModule):
         self._fork_server_wanted = fork_server
         self._server: ForkServerClient | None = None
         self._server_argv: tuple[str, ...] = ()
+        self._binding = NodeBinding()
 
     @property
     def fork_server(self) -> ForkServerClient | None:
@@ -151,10 +153,11 @@ class LocalPlmModule(PlmModule):
         cwd: Path,
         stdio: Stdio,
     ) -> RankProcess:
+        cpus = self._binding.cpus(env)
         server = self._server
         if server is not None and self._fits(server, argv, env, cwd) and server.can_pass(stdio):
             try:
-                return server.spawn(placement.rank, env, stdio)
+                return server.spawn(placement.rank, env, stdio, cpus)
             except ForkServerUnavailableError:
                 self.finish()  # every later rank is executed
         try:
@@ -168,7 +171,7 @@ class LocalPlmModule(PlmModule):
                 start_new_session=True,
                 # Safe with the control server thread running: the hook only calls prctl,
                 # getppid and _exit (no locks, no imports; ctypes and prctl are resolved here).
-                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl),  # noqa: PLW1509
+                preexec_fn=preexec_die_with_parent(os.getpid(), self._prctl, cpus),  # noqa: PLW1509
             )
         except OSError as error:
             raise _launch_error(placement.rank, argv, cwd, error) from None
