@@ -13,7 +13,11 @@ loads).  :func:`lock_free_supported` admits only such processors.
 runs under a POSIX record lock on the segment file (an fd opened before the name was unlinked);
 the kernel's lock gives the acquire and release barriers the data needs.
 
-**Waiting** goes through the progress engine (``engine.wait_until``), so point-to-point traffic
+**Waiting** first polls the flag a few times (``poll`` checks, ``coll_sm_poll_count``; a peer
+of a small collective is usually a microsecond or two away, and one check costs a tenth of a
+pass of the progress engine), unless the node is oversubscribed (``yield_when_idle``: the peer
+may need this very core) or the flags are locked (a check is a system call there).  Then it
+goes through the progress engine (``engine.wait_until``), so point-to-point traffic
 keeps moving while a rank waits, an idle rank yields the processor when the node is
 oversubscribed (``opal_progress_yield_when_idle``) and, after its spin budget, sleeps until a
 peer rings its doorbell (:mod:`.doorbell`): a long wait costs no processor time.
@@ -63,6 +67,7 @@ class Flags:
         bells: list[str],
         fence: Fence,
         lock_fd: int | None = None,
+        poll: int = 0,
     ) -> None:
         self.words = control.cast("Q")
         self.stride = stride
@@ -77,6 +82,8 @@ class Flags:
         self._columns = [self.words[word::stride] for word in range(stride)]
         self._pending: Callable[[], bool] | None = None
         self._asleep = False
+        #: The checks of a flag before a wait enters the engine (none when locked).
+        self._polls = range(poll if lock_fd is None else 0)
         if lock_fd is None:
             self.least: Callable[[int], int] = self._least
             self.load: Callable[[int, int], int] = self._load
@@ -184,11 +191,18 @@ class Flags:
 
     # waiting --------------------------------------------------------------------------------
 
+    def _polling(self) -> range:
+        """The checks to make before the engine: none when the node is oversubscribed."""
+        return self._polls if not self.engine.yield_when_idle else _NO_POLLS
+
     def wait_all(self, word: int, step: int) -> None:
         """Return once every rank's ``word`` has reached ``step``, progressing meanwhile."""
         least = self.least
         if least(word) >= step:
             return
+        for _ in self._polling():
+            if least(word) >= step:
+                return
         self._until(lambda: least(word) >= step)
 
     def wait_one(self, rank: int, word: int, step: int) -> None:
@@ -196,6 +210,9 @@ class Flags:
         load = self.load
         if load(rank, word) >= step:
             return
+        for _ in self._polling():
+            if load(rank, word) >= step:
+                return
         self._until(lambda: load(rank, word) >= step)
 
     def close(self) -> None:
@@ -212,6 +229,9 @@ class Flags:
         if self.lock_fd is not None:
             os.close(self.lock_fd)
             self.lock_fd = None
+
+
+_NO_POLLS = range(0)
 
 
 def _closed(*_args: Any) -> Any:
