@@ -85,8 +85,8 @@ class SmCollComponent(CollComponent):
             ParamType.INT,
             200,
             "Checks of a flag before a waiting rank enters the progress engine (a peer of a "
-            "small collective is usually microseconds away); none when the node is "
-            "oversubscribed or the flags are locked",
+            "small collective is usually microseconds away); each after a sched_yield when "
+            "the node is oversubscribed, none when the flags are locked",
             level=6,
             minimum=0,
         )

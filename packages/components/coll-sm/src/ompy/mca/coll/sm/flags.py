@@ -15,11 +15,12 @@ the kernel's lock gives the acquire and release barriers the data needs.
 
 **Waiting** first polls the flag a few times (``poll`` checks, ``coll_sm_poll_count``; a peer
 of a small collective is usually a microsecond or two away, and one check costs a tenth of a
-pass of the progress engine), unless the node is oversubscribed (``yield_when_idle``: the peer
-may need this very core) or the flags are locked (a check is a system call there).  Then it
-goes through the progress engine (``engine.wait_until``), so point-to-point traffic
-keeps moving while a rank waits, an idle rank yields the processor when the node is
-oversubscribed (``opal_progress_yield_when_idle``) and, after its spin budget, sleeps until a
+pass of the progress engine), each check after a ``sched_yield`` when the node is
+oversubscribed (``yield_when_idle``: the peer may need this very core), none when the flags
+are locked (a check is a system call there).  Then it goes through the progress engine
+(``engine.wait_until``), so point-to-point traffic keeps moving while a rank waits, an idle
+rank yields the processor when the node is oversubscribed (``opal_progress_yield_when_idle``)
+and, after its spin budget, sleeps until a
 peer rings its doorbell (:mod:`.doorbell`): a long wait costs no processor time.
 """
 
@@ -191,29 +192,48 @@ class Flags:
 
     # waiting --------------------------------------------------------------------------------
 
-    def _polling(self) -> range:
-        """The checks to make before the engine: none when the node is oversubscribed."""
-        return self._polls if not self.engine.yield_when_idle else _NO_POLLS
+    def _poll(self, reached: Callable[[], bool]) -> bool:
+        """Check ``reached`` up to ``poll`` times before the engine; True once it holds.
+
+        On an oversubscribed node every check follows a ``sched_yield``: the peer that must
+        store the flag may be waiting for this very core, and a check costs a fraction of an
+        engine pass, so the core changes hands as fast as the kernel allows.
+        """
+        polls = self._polls
+        if not polls:
+            return False
+        if self.engine.yield_when_idle:
+            pause = os.sched_yield
+            for _ in polls:
+                pause()
+                if reached():
+                    return True
+            return False
+        return any(reached() for _ in polls)
 
     def wait_all(self, word: int, step: int) -> None:
         """Return once every rank's ``word`` has reached ``step``, progressing meanwhile."""
         least = self.least
         if least(word) >= step:
             return
-        for _ in self._polling():
-            if least(word) >= step:
-                return
-        self._until(lambda: least(word) >= step)
+
+        def reached() -> bool:
+            return least(word) >= step
+
+        if not self._poll(reached):
+            self._until(reached)
 
     def wait_one(self, rank: int, word: int, step: int) -> None:
         """Return once ``rank``'s ``word`` has reached ``step``, progressing meanwhile."""
         load = self.load
         if load(rank, word) >= step:
             return
-        for _ in self._polling():
-            if load(rank, word) >= step:
-                return
-        self._until(lambda: load(rank, word) >= step)
+
+        def reached() -> bool:
+            return load(rank, word) >= step
+
+        if not self._poll(reached):
+            self._until(reached)
 
     def close(self) -> None:
         """Leave the engine, drop the views of the segment (so it can be unmapped), the fds."""
@@ -229,9 +249,6 @@ class Flags:
         if self.lock_fd is not None:
             os.close(self.lock_fd)
             self.lock_fd = None
-
-
-_NO_POLLS = range(0)
 
 
 def _closed(*_args: Any) -> Any:
