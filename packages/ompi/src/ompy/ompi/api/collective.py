@@ -24,6 +24,7 @@ import numpy as np
 from ..constants import BOTTOM, IN_PLACE
 from ..datatype import Datatype, from_code
 from ..datatype.buffer import (
+    IN_PLACE_SPEC,
     BufferSpec,
     VectorBufferSpec,
     export_buffer,
@@ -38,6 +39,7 @@ from .common_collectives import CommonCollectives, _object_op
 from .communicator import Communicator
 from .families import staged_pair
 from .in_place import given, or_in_place
+from .plain_buffers import plain_spec
 from .staging import BlockwiseStaging, Staging, reduction_type
 from .vector_messages import parse_vector_message
 
@@ -88,7 +90,14 @@ class Collectives(CommonCollectives):
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         """Broadcast data from one process to all other processes."""
-        # Written out, as Allreduce is: a hot call, spared the family's argument packing.
+        # Written out, as Allreduce is: a hot call, spared the family's argument packing; a
+        # whole array to or from a valid root goes straight to the table (.plain_buffers).
+        c = self._c
+        if c is not None and not c.freed and type(root) is int and 0 <= root < c.size:
+            spec = plain_spec(buf, writable=c.rank != root)
+            if spec is not None and c.pml.raw_views:
+                c.coll.bcast(c, spec, root)
+                return
         c, (spec, root), st = self._bcast_args("Comm.Bcast", buf, root)
         c.coll.bcast(c, spec, root)
         if st is not None:
@@ -269,9 +278,30 @@ class Collectives(CommonCollectives):
         _check_op(c, op, recvspec.datatype)
         return c, (sendspec, recvspec, op, root), st
 
-    Reduce, Ireduce = staged_pair(
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
+        """Reduce to Root."""
+        # Written out, as Allreduce is: whole arrays of a basic type to a valid root go
+        # straight to the table (.plain_buffers); everything else takes the family's path.
+        c = self._c
+        if c is not None and not c.freed and type(root) is int and 0 <= root < c.size:
+            if c.rank == root:
+                recvspec = plain_spec(recvbuf, writable=True)
+                sendspec = None if recvspec is None else _plain_send(sendbuf, recvspec)
+            else:
+                recvspec, sendspec = None, plain_spec(sendbuf, writable=False)
+            if sendspec is not None and c.pml.raw_views:
+                c.instance.op.kernel(
+                    op, sendspec.datatype if recvspec is None else recvspec.datatype
+                )
+                c.coll.reduce(c, sendspec, recvspec, op, root)
+                return
+        c, args, st = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
+        st.table().reduce(c, *args)
+        st.finish()
+
+    Ireduce = staged_pair(
         _reduce_args, "Comm.Reduce", "Reduce to Root.", "Reduce to Root (nonblocking)."
-    )
+    )[1]
 
     def _everyone_args(
         self, call: str, sendbuf: Any, recvbuf: Any, op: Op = SUM
@@ -300,6 +330,16 @@ class Collectives(CommonCollectives):
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         """Reduce to All."""
+        # Whole arrays of a basic type go straight to the table (.plain_buffers).
+        c = self._c
+        if c is not None and not c.freed:
+            recvspec = plain_spec(recvbuf, writable=True)
+            if recvspec is not None and c.pml.raw_views:
+                sendspec = _plain_send(sendbuf, recvspec)
+                if sendspec is not None:
+                    c.instance.op.kernel(op, recvspec.datatype)  # ERR_OP before the peers wait
+                    c.coll.allreduce(c, sendspec, recvspec, op)
+                    return
         c, (sendspec, recvspec, op), st = self._everyone_args(
             "Comm.Allreduce", sendbuf, recvbuf, op
         )
@@ -469,6 +509,22 @@ def _reduction_send(sendbuf: Any, recvspec: BufferSpec, call: str) -> BufferSpec
         raise ValueError(
             f"{call}: mismatch in send count {sendspec.count} and receive count {recvspec.count}"
         )
+    return sendspec
+
+
+def _plain_send(sendbuf: Any, recvspec: BufferSpec) -> BufferSpec | None:
+    """A reduction's send buffer on the plain path: ``MPI.IN_PLACE`` (or None), or a whole
+    array of the receive buffer's datatype and count; None sends the call to the general path
+    (which reads every other form and raises the mismatch errors)."""
+    if sendbuf is IN_PLACE or sendbuf is None:
+        return IN_PLACE_SPEC
+    sendspec = plain_spec(sendbuf, writable=False)
+    if (
+        sendspec is None
+        or sendspec.datatype is not recvspec.datatype
+        or sendspec.count != recvspec.count
+    ):
+        return None
     return sendspec
 
 

@@ -81,6 +81,16 @@ class SmCollComponent(CollComponent):
             minimum=0,
         )
         self.register_param(
+            "poll_count",
+            ParamType.INT,
+            200,
+            "Checks of a flag before a waiting rank enters the progress engine (a peer of a "
+            "small collective is usually microseconds away); each after a sched_yield when "
+            "the node is oversubscribed, none when the flags are locked",
+            level=6,
+            minimum=0,
+        )
+        self.register_param(
             "lockfree",
             ParamType.ENUM,
             "auto",
@@ -129,6 +139,7 @@ class SmCollComponent(CollComponent):
             depth=self.param("pipeline_depth"),
             split_min=self.param("split_min"),
             lock_free=lock_free,
+            poll=self.param("poll_count"),
         )
         return Offer(self.priority, module)
 

@@ -13,9 +13,14 @@ loads).  :func:`lock_free_supported` admits only such processors.
 runs under a POSIX record lock on the segment file (an fd opened before the name was unlinked);
 the kernel's lock gives the acquire and release barriers the data needs.
 
-**Waiting** goes through the progress engine (``engine.wait_until``), so point-to-point traffic
-keeps moving while a rank waits, an idle rank yields the processor when the node is
-oversubscribed (``opal_progress_yield_when_idle``) and, after its spin budget, sleeps until a
+**Waiting** first polls the flag a few times (``poll`` checks, ``coll_sm_poll_count``; a peer
+of a small collective is usually a microsecond or two away, and one check costs a tenth of a
+pass of the progress engine), each check after a ``sched_yield`` when the node is
+oversubscribed (``yield_when_idle``: the peer may need this very core), none when the flags
+are locked (a check is a system call there).  Then it goes through the progress engine
+(``engine.wait_until``), so point-to-point traffic keeps moving while a rank waits, an idle
+rank yields the processor when the node is oversubscribed (``opal_progress_yield_when_idle``)
+and, after its spin budget, sleeps until a
 peer rings its doorbell (:mod:`.doorbell`): a long wait costs no processor time.
 """
 
@@ -63,6 +68,7 @@ class Flags:
         bells: list[str],
         fence: Fence,
         lock_fd: int | None = None,
+        poll: int = 0,
     ) -> None:
         self.words = control.cast("Q")
         self.stride = stride
@@ -77,6 +83,8 @@ class Flags:
         self._columns = [self.words[word::stride] for word in range(stride)]
         self._pending: Callable[[], bool] | None = None
         self._asleep = False
+        #: The checks of a flag before a wait enters the engine (none when locked).
+        self._polls = range(poll if lock_fd is None else 0)
         if lock_fd is None:
             self.least: Callable[[int], int] = self._least
             self.load: Callable[[int, int], int] = self._load
@@ -184,19 +192,48 @@ class Flags:
 
     # waiting --------------------------------------------------------------------------------
 
+    def _poll(self, reached: Callable[[], bool]) -> bool:
+        """Check ``reached`` up to ``poll`` times before the engine; True once it holds.
+
+        On an oversubscribed node every check follows a ``sched_yield``: the peer that must
+        store the flag may be waiting for this very core, and a check costs a fraction of an
+        engine pass, so the core changes hands as fast as the kernel allows.
+        """
+        polls = self._polls
+        if not polls:
+            return False
+        if self.engine.yield_when_idle:
+            pause = os.sched_yield
+            for _ in polls:
+                pause()
+                if reached():
+                    return True
+            return False
+        return any(reached() for _ in polls)
+
     def wait_all(self, word: int, step: int) -> None:
         """Return once every rank's ``word`` has reached ``step``, progressing meanwhile."""
         least = self.least
         if least(word) >= step:
             return
-        self._until(lambda: least(word) >= step)
+
+        def reached() -> bool:
+            return least(word) >= step
+
+        if not self._poll(reached):
+            self._until(reached)
 
     def wait_one(self, rank: int, word: int, step: int) -> None:
         """Return once ``rank``'s ``word`` has reached ``step``, progressing meanwhile."""
         load = self.load
         if load(rank, word) >= step:
             return
-        self._until(lambda: load(rank, word) >= step)
+
+        def reached() -> bool:
+            return load(rank, word) >= step
+
+        if not self._poll(reached):
+            self._until(reached)
 
     def close(self) -> None:
         """Leave the engine, drop the views of the segment (so it can be unmapped), the fds."""

@@ -14,6 +14,9 @@ step that used the same set, so ``depth`` fragments are in flight at once (a pip
   everyone) wait for every READY and combine the slots *in rank order* into their receive
   buffer: ``x0 op (x1 op (... op x[n-1]))``, which is right for non-commutative operations and
   gives every rank bit-identical results.
+- **one fragment** (the small messages of a program's hot loop): the same steps, written out
+  without the fragment loop, on views of the slots cut to the message's size once and kept
+  (:meth:`SmCollModule._cut`).
 - **reduce / allreduce, large messages**: each fragment is cut into one slice per rank; a rank
   copies all of its fragment but its own slice into its slot (READY), then combines slice
   ``rank`` of every rank's input, in rank order, into the free slice of its own slot (its own
@@ -42,6 +45,8 @@ from .flags import Flags
 from .handshake import establish
 
 _READY, _REDUCED, _DONE = L.READY, L.REDUCED, L.DONE
+#: Message sizes whose cut slot views a module keeps (:meth:`SmCollModule._cut`).
+_CUT_SIZES = 16
 
 
 class SmCollModule(CollModule):
@@ -55,8 +60,10 @@ class SmCollModule(CollModule):
         depth: int,
         split_min: int,
         lock_free: bool,
+        poll: int = 0,
     ) -> None:
         self.component = component
+        self.poll = poll
         self.fragment = fragment
         self.depth = depth
         self.split_min = split_min
@@ -66,6 +73,10 @@ class SmCollModule(CollModule):
         self.flags: Flags | None = None
         self._base: memoryview | None = None
         self._slots: list[list[memoryview]] = []
+        #: Message size -> every slot set's slots cut to that size (:meth:`_cut`).
+        self._cuts: dict[int, list[list[memoryview]]] = {}
+        #: The largest reduction taken in one step by :meth:`_reduce_one`.
+        self._one_max = -1
         self._lock_fd: int | None = None
 
     # -- set-up -----------------------------------------------------------------------------
@@ -85,6 +96,7 @@ class SmCollModule(CollModule):
         try:
             self.fragment, self.depth = plan["fragment"], plan["depth"]
             self.split_min, self.lock_free = plan["split_min"], plan["lock_free"]
+            self._one_max = min(self.fragment, self.split_min - 1)
             layout = L.Layout(comm.size, self.fragment, self.depth)
             self._map(comm, segment, layout, doorbell, bells)
         except BaseException:
@@ -159,6 +171,7 @@ class SmCollModule(CollModule):
             bells=bells,
             fence=self.component.fence,
             lock_fd=lock_fd,
+            poll=self.poll,
         )
         control.release()
         self._slots = [
@@ -181,7 +194,23 @@ class SmCollModule(CollModule):
                 # A user operation kept a view of a slot: the mapping goes when that view does.
                 self.component.log.debug("segment %s stays mapped until its views go", segment.name)
 
+    def _cut(self, nbytes: int) -> list[list[memoryview]]:
+        """Every slot set's slots cut to ``nbytes`` (at most a fragment), kept for the next
+        call of that size (up to :data:`_CUT_SIZES` sizes): a program's small collectives
+        repeat a few sizes, and cutting a view costs as much as copying eight bytes."""
+        cut = self._cuts.get(nbytes)
+        if cut is None:
+            cut = [[slot[:nbytes] for slot in row] for row in self._slots]
+            if len(self._cuts) < _CUT_SIZES:
+                self._cuts[nbytes] = cut
+        return cut
+
     def _release(self) -> None:
+        for cut in self._cuts.values():
+            for row in cut:
+                for view in row:
+                    view.release()
+        self._cuts = {}
         for row in self._slots:
             for view in row:
                 view.release()
@@ -210,7 +239,20 @@ class SmCollModule(CollModule):
         nbytes = view.nbytes
         if not nbytes:
             return
-        flags, slots, depth, fragment = self.flags, self._slots, self.depth, self.fragment
+        flags, depth, fragment = self.flags, self.depth, self.fragment
+        if nbytes <= fragment:  # one step
+            step = self.step + 1
+            self.step = step
+            slot = self._cut(nbytes)[step % depth][root]
+            if comm.rank == root:
+                flags.wait_all(_DONE, step - depth)
+                slot[:] = view
+            else:
+                flags.wait_one(root, _DONE, step)
+                view[:] = slot
+            flags.store(_DONE, step)
+            return
+        slots = self._slots
         store, wait_all, wait_one = flags.store, flags.wait_all, flags.wait_one
         step = self.step
         if comm.rank == root:
@@ -235,6 +277,11 @@ class SmCollModule(CollModule):
         """``reduce``: the root receives ``x0 op x1 op ... op x[n-1]``."""
         if comm.rank == root:
             source = recvspec.view if sendspec.in_place else sendspec.view
+            count = recvspec.count
+            if count and source.nbytes <= self._one_max:
+                run = comm.instance.op.kernel(op, recvspec.datatype)
+                self._reduce_one(comm.rank, source, recvspec.view, count, run)
+                return
             self._reduce(
                 comm,
                 source=source,
@@ -244,6 +291,11 @@ class SmCollModule(CollModule):
                 op=op,
             )
         else:
+            count = sendspec.count
+            if count and sendspec.view.nbytes <= self._one_max:
+                run = comm.instance.op.kernel(op, sendspec.datatype)
+                self._reduce_one(comm.rank, sendspec.view, None, count, run)
+                return
             self._reduce(
                 comm,
                 source=sendspec.view,
@@ -255,7 +307,13 @@ class SmCollModule(CollModule):
 
     def allreduce(self, comm: Any, sendspec: Any, recvspec: Any, op: Any) -> None:
         """``allreduce``: every rank receives ``x0 op x1 op ... op x[n-1]``."""
-        source = recvspec.view if sendspec.in_place else sendspec.view
+        target = recvspec.view
+        source = target if sendspec.in_place else sendspec.view
+        count = recvspec.count
+        if count and source.nbytes <= self._one_max:
+            run = comm.instance.op.kernel(op, recvspec.datatype)
+            self._reduce_one(comm.rank, source, target, count, run)
+            return
         self._reduce(
             comm,
             source=source,
@@ -298,6 +356,28 @@ class SmCollModule(CollModule):
             per_fragment=per_fragment,
             run=run,
         )
+
+    def _reduce_one(
+        self, rank: int, source: memoryview, target: memoryview | None, count: int, run: Any
+    ) -> None:
+        """A reduction of one fragment below ``split_min``: :meth:`_reduce_small`'s step alone."""
+        step = self.step + 1
+        self.step = step
+        flags, depth = self.flags, self.depth
+        row = self._cut(source.nbytes)[step % depth]
+        flags.wait_all(_DONE, step - depth)
+        row[rank][:] = source
+        if target is None:
+            flags.store(_READY, step)
+            flags.store(_DONE, step)  # nothing to read: the slot is the root's now
+            return
+        flags.store(_READY, step)
+        flags.wait_all(_READY, step)
+        last = len(row) - 1
+        target[:] = row[last]
+        for peer in range(last - 1, -1, -1):
+            run(row[peer], target, count)
+        flags.store(_DONE, step)
 
     def _reduce_small(
         self,
