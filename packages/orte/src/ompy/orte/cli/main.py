@@ -68,7 +68,7 @@ def main() -> None:
 def console() -> NoReturn:
     """The ``ompy`` executable: run the command group, then leave without interpreter teardown.
 
-    Tearing down an interpreter that imported click, attrs, stevedore and the runtime takes
+    Tearing down an interpreter that imported click, attrs and the runtime takes
     20-50 ms (every module and object freed one by one) after the job is already over, and
     nothing is left to do by then: rank output is written unbuffered, files are closed, the
     control server's thread is joined.  So once the command returns, the standard streams are
