@@ -135,14 +135,26 @@ def test_fresh_metadata_is_used_but_not_saved(site):
     assert not Path(entry_points.cache_file(sys.path)).exists()
 
 
-def test_a_damaged_cache_file_is_ignored_and_replaced(site):
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"format": 1, "path": [',  # cut short
+        "[]",
+        '{"format": 99, "path": [], "signature": [], "groups": {}}',
+        '{"format": 1, "path": "PATH", "signature": 5, "groups": {}}',
+        '{"format": 1, "path": "PATH", "signature": [], "groups": {"g": [["only-a-name"]]}}',
+        "\u0000 not json at all",
+    ],
+)
+def test_a_damaged_or_foreign_cache_file_is_ignored_and_replaced(site, content):
     install(site, "alpha", {"one": "alpha_mod:One"})
     file = Path(entry_points.cache_file(sys.path))
     file.parent.mkdir(parents=True)
-    file.write_bytes(b"\x00not marshal data")
+    file.write_text(content.replace('"PATH"', json.dumps(sys.path)))
     assert listed() == [("one", "alpha_mod:One")]
     entry_points.forget()
     assert listed() == [("one", "alpha_mod:One")]
+    assert json.loads(file.read_text())["groups"][GROUP] == [["one", "alpha_mod:One"]]
 
 
 def test_an_unwritable_cache_directory_costs_only_the_cache(site, tmp_path, monkeypatch):

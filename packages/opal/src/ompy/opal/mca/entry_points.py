@@ -6,7 +6,7 @@ means importing that machinery first: ``importlib.metadata`` with ``email``, ``z
 ``csv`` and ``hashlib``, about an eighth of the CPU a fork server spends preloading a rank's
 modules, paid again by the launcher.  What it finds changes only when distributions are
 installed or removed, so this module keeps the answer in a small cache file and reads it with
-nothing but :mod:`os` and :mod:`marshal`.
+nothing but :mod:`os` and :mod:`json`.
 
 **Staying right when distributions change.**  The cache file records, for every ``sys.path``
 entry, the names of its ``*.dist-info``/``*.egg-info`` directories and the modification time
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import marshal
+import json
 import os
 import sys
 import time
@@ -163,32 +163,43 @@ def _validated(path: tuple[str, ...]) -> _Listing:
     savable = all(mtime < racy for _name, mtime in now)
     stored = _load(path)
     if stored is not None and stored[0] == now:
-        return _Listing(now, dict(stored[1]), savable)
+        return _Listing(now, stored[1], savable)
     return _Listing(now, {}, savable)
 
 
-def _load(path: tuple[str, ...]) -> tuple[Any, dict[str, Any]] | None:
+def _load(
+    path: tuple[str, ...],
+) -> tuple[tuple[tuple[str, int], ...], dict[str, tuple[tuple[str, str], ...]]] | None:
+    """The stored evidence and groups, or ``None`` for a missing, damaged or foreign file."""
     try:
-        with open(cache_file(path), "rb") as file:
-            data = marshal.load(file)
-    except (OSError, EOFError, ValueError, TypeError):
+        with open(cache_file(path), encoding="utf-8") as file:
+            data = json.load(file)
+        if data["format"] != FORMAT or data["path"] != list(path):
+            return None  # another layout, or a crc32 collision
+        evidence = tuple((str(name), int(mtime)) for name, mtime in data["signature"])
+        groups = {
+            str(group): tuple((str(name), str(value)) for name, value in found)
+            for group, found in data["groups"].items()
+        }
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    if not (isinstance(data, tuple) and len(data) == 4 and data[0] == FORMAT):
-        return None
-    if data[1] != list(path) or not isinstance(data[3], dict):
-        return None  # a crc32 collision or a foreign file
-    return data[2], data[3]
+    return evidence, groups
 
 
 def _save(path: tuple[str, ...], listing: _Listing) -> None:
     """Write the file atomically (a reader sees the old or the new one, never a part)."""
     target = cache_file(path)
     temporary = f"{target}.{os.getpid()}.tmp"
-    data = (FORMAT, list(path), listing.signature, listing.groups)
+    data = {
+        "format": FORMAT,
+        "path": list(path),
+        "signature": listing.signature,
+        "groups": listing.groups,
+    }
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(temporary, "wb") as file:
-            marshal.dump(data, file)
+        with open(temporary, "w", encoding="utf-8") as file:
+            json.dump(data, file)
         os.replace(temporary, target)
     except OSError:
         with contextlib.suppress(OSError):
