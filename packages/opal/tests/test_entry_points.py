@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,29 @@ def test_after_any_installs_and_removals_the_listing_is_the_metadata(site, steps
             install(site, f"d{distribution}", {k: f"m_{v}:C" for k, v in entries.items()}, age=age)
         entry_points.forget()  # each step: a new process
         assert sorted(listed()) == sorted(from_metadata())
+
+
+def test_threads_listing_different_groups_at_once_agree_and_leave_a_valid_file(site):
+    """With THREAD_MULTIPLE two threads may open frameworks at the same time."""
+    groups = [f"ompy.mca.thr{index}" for index in range(8)]
+    for index, group in enumerate(groups):
+        install(site, f"thr{index}", {f"c{index}": f"thr_mod{index}:C"}, group=group)
+    expected = {group: from_metadata(group) for group in groups}
+    results: dict[str, list[tuple[str, str]]] = {}
+    start = threading.Barrier(len(groups))
+
+    def lister(group: str) -> None:
+        start.wait(timeout=30)
+        results[group] = listed(group)
+
+    threads = [threading.Thread(target=lister, args=(group,)) for group in groups]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results == expected
+    entry_points.forget()
+    stored = json.loads(Path(entry_points.cache_file(sys.path)).read_text())
+    for group, found in stored["groups"].items():
+        assert [tuple(item) for item in found] == expected[group]
+    assert {group: listed(group) for group in groups} == expected

@@ -39,6 +39,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Sequence
@@ -189,12 +190,13 @@ def _load(
 def _save(path: tuple[str, ...], listing: _Listing) -> None:
     """Write the file atomically (a reader sees the old or the new one, never a part)."""
     target = cache_file(path)
-    temporary = f"{target}.{os.getpid()}.tmp"
+    # Unique per thread; the groups copied at once (another thread may be adding one).
+    temporary = f"{target}.{os.getpid()}-{threading.get_ident()}.tmp"
     data = {
         "format": FORMAT,
         "path": list(path),
         "signature": listing.signature,
-        "groups": listing.groups,
+        "groups": dict(listing.groups),
     }
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
