@@ -139,11 +139,12 @@ def test_fresh_metadata_is_used_but_not_saved(site):
 @pytest.mark.parametrize(
     "content",
     [
-        '{"format": 1, "path": [',  # cut short
+        '{"format": 2, "signature": [',  # cut short
         "[]",
-        '{"format": 99, "path": [], "signature": [], "groups": {}}',
-        '{"format": 1, "path": "PATH", "signature": 5, "groups": {}}',
-        '{"format": 1, "path": "PATH", "signature": [], "groups": {"g": [["only-a-name"]]}}',
+        '{"format": 99, "signature": EVIDENCE, "groups": {}}',
+        '{"format": 2, "signature": 5, "groups": {}}',
+        '{"format": 2, "signature": EVIDENCE, "groups": {"g": [["only-a-name"]]}}',
+        '{"format": 2, "signature": EVIDENCE, "groups": []}',
         "\u0000 not json at all",
     ],
 )
@@ -151,7 +152,8 @@ def test_a_damaged_or_foreign_cache_file_is_ignored_and_replaced(site, content):
     install(site, "alpha", {"one": "alpha_mod:One"})
     file = Path(entry_points.cache_file(sys.path))
     file.parent.mkdir(parents=True)
-    file.write_text(content.replace('"PATH"', json.dumps(sys.path)))
+    evidence = json.dumps(entry_points.signature(sys.path))
+    file.write_text(content.replace("EVIDENCE", evidence))
     assert listed() == [("one", "alpha_mod:One")]
     entry_points.forget()
     assert listed() == [("one", "alpha_mod:One")]
@@ -176,6 +178,40 @@ def test_the_working_directory_changing_does_not_invalidate(site, tmp_path, monk
     before = entry_points.signature(sys.path)
     (work / "output.txt").write_text("a program's output")
     assert entry_points.signature(sys.path) == before
+
+
+def test_directories_without_distributions_share_the_cache_file(site, tmp_path):
+    """Every program's directory is on its path; one file per environment, not per program."""
+    install(site, "alpha", {"one": "alpha_mod:One"})
+    programs = [tmp_path / "program-a", tmp_path / "program-b"]
+    for program in programs:
+        program.mkdir()
+        (program / "app.py").write_text("print('hello')\n")
+    files = {entry_points.cache_file([str(program), str(site)]) for program in programs}
+    assert files == {entry_points.cache_file([str(site)])}
+    assert entry_points.cache_file([str(site), str(tmp_path / "missing")]) in files
+
+
+def test_a_stale_file_for_the_same_distributions_is_rewritten(site):
+    info = install(site, "alpha", {"one": "alpha_mod:One"})
+    assert listed() == [("one", "alpha_mod:One")]
+    file = Path(entry_points.cache_file(sys.path))
+    entry_points.forget()
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\none = alpha_mod:Two\n")
+    date(info / "entry_points.txt", AN_HOUR_AGO / 3)
+    assert Path(entry_points.cache_file(sys.path)) == file  # same distributions, same file
+    assert listed() == [("one", "alpha_mod:Two")]
+    assert json.loads(file.read_text())["groups"][GROUP] == [["one", "alpha_mod:Two"]]
+
+
+def test_an_egg_on_the_path_is_evidence(site, tmp_path, monkeypatch):
+    egg = tmp_path / "legacy-1.0.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "entry_points.txt").write_text(f"[{GROUP}]\nold = legacy:Old\n")
+    date(egg / "EGG-INFO" / "entry_points.txt", AN_HOUR_AGO)
+    monkeypatch.setattr(sys, "path", [str(site), str(egg)])
+    names = [name for name, _mtime in entry_points.signature(sys.path)]
+    assert names == [str(egg / "EGG-INFO" / "entry_points.txt")]
 
 
 def test_entry_point_load_follows_the_attribute_path(site):

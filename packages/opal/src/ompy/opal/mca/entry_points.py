@@ -18,8 +18,9 @@ of a component is seen by the next process at once.  A time within :data:`RACY_S
 the scan is not trusted to be final (a change in the same clock tick would not move it): such
 a listing is used but not saved.
 
-**What is kept.**  One file per interpreter, prefix and ``sys.path`` (a program's directory is
-on its path), under ``$XDG_CACHE_HOME/ompy`` (default ``~/.cache/ompy``); a group is listed
+**What is kept.**  One file per interpreter and set of metadata directories (directories on
+``sys.path`` without distributions, such as a program's, do not make another one), under
+``$XDG_CACHE_HOME/ompy`` (default ``~/.cache/ompy``); a group is listed
 from the metadata the first time a process asks for it and added to the file.  A cache that
 cannot be read or written is simply not used: the listing is then made from the metadata, as
 it always could be.  Within one process the listing validated at the first call is kept for
@@ -48,7 +49,7 @@ from typing import Any
 import attrs
 
 #: Bump when the file's layout changes; files of another format are rebuilt.
-FORMAT = 1
+FORMAT = 2
 
 #: A metadata time this close to the scan may still change within the same clock tick.
 RACY_SECONDS = 2.0
@@ -99,7 +100,7 @@ _listings: dict[tuple[str, ...], _Listing] = {}
 def entry_points(group: str) -> list[EntryPoint]:
     """The installed entry points of ``group``, each ``(name, value)`` once, in metadata order."""
     if _listings:
-        [(path, listing)] = _listings.items()
+        [listing] = _listings.values()
     else:
         path = tuple(sys.path)
         listing = _listings[path] = _validated(path)
@@ -108,7 +109,7 @@ def entry_points(group: str) -> list[EntryPoint]:
         found = _from_metadata(group)
         listing.groups[group] = found
         if listing.savable:
-            _save(path, listing)
+            _save(listing)
     return [EntryPoint(name, value, group) for name, value in found]
 
 
@@ -118,20 +119,20 @@ def forget() -> None:
 
 
 def cache_file(path: Sequence[str]) -> str:
-    """Where the listing for this interpreter and ``path`` is kept."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key = "\0".join([sys.executable, sys.prefix, sys.version, *path])
-    return os.path.join(base, "ompy", f"entry-points-{zlib.crc32(key.encode()):08x}")
+    """Where the listing for this interpreter and the distributions on ``path`` is kept."""
+    return _file_for(signature(path))
 
 
 def signature(path: Sequence[str]) -> tuple[tuple[str, int], ...]:
     """What changes when a distribution on ``path`` is installed, removed or rewritten.
 
-    For a directory: the names of its metadata directories, each with the modification time
-    of its ``entry_points.txt`` (``-1`` if it has none); not the directory's own time, which
-    changes with every file a program writes there (the working directory of ``-c``, a
-    script's directory).  For anything else on the path (a zip archive, a missing entry): its
-    own time.
+    For a directory: its metadata directories (``*.dist-info``, ``*.egg-info``, an egg's
+    ``EGG-INFO``), each named by the path of its ``entry_points.txt`` with that file's
+    modification time (``-1`` if it has none); not the directory's own time, which changes
+    with every file a program writes there (the working directory of ``-c``, a script's
+    directory), and nothing for a directory without metadata.  For a file on the path (a zip
+    archive): its own time.  A missing entry gives nothing: if it appears with distributions
+    in it, their metadata is new evidence.
     """
     evidence: list[tuple[str, int]] = []
     for entry in path:
@@ -139,15 +140,27 @@ def signature(path: Sequence[str]) -> tuple[tuple[str, int], ...]:
         try:
             with os.scandir(where) as items:
                 names = sorted(
-                    item.name for item in items if item.name.endswith(_METADATA_SUFFIXES)
+                    item.name for item in items if item.name.lower().endswith(_METADATA_SUFFIXES)
                 )
-        except OSError:  # a file (zip), a missing or unreadable directory
+        except NotADirectoryError:  # a zip archive (or an egg file)
             evidence.append((entry, _mtime_ns(where)))
             continue
+        except OSError:  # missing or unreadable: no distribution is found there either
+            continue
+        if where.lower().endswith(".egg"):
+            names.append("EGG-INFO")
         for name in names:
             file = os.path.join(where, name, "entry_points.txt")
             evidence.append((file, _mtime_ns(file)))
     return tuple(evidence)
+
+
+def _file_for(evidence: tuple[tuple[str, int], ...]) -> str:
+    """One file per interpreter and set of metadata directories: directories without
+    distributions (a program's, an editable install's sources) do not make another one."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    key = "\0".join([sys.executable, sys.prefix, sys.version, *(name for name, _ in evidence)])
+    return os.path.join(base, "ompy", f"entry-points-{zlib.crc32(key.encode()):08x}")
 
 
 def _mtime_ns(name: str) -> int:
@@ -162,42 +175,38 @@ def _validated(path: tuple[str, ...]) -> _Listing:
     now = signature(path)
     racy = time.time_ns() - int(RACY_SECONDS * 1e9)
     savable = all(mtime < racy for _name, mtime in now)
-    stored = _load(path)
-    if stored is not None and stored[0] == now:
-        return _Listing(now, stored[1], savable)
+    stored = _load(now)
+    if stored is not None:
+        return _Listing(now, stored, savable)
     return _Listing(now, {}, savable)
 
 
 def _load(
-    path: tuple[str, ...],
-) -> tuple[tuple[tuple[str, int], ...], dict[str, tuple[tuple[str, str], ...]]] | None:
-    """The stored evidence and groups, or ``None`` for a missing, damaged or foreign file."""
+    evidence: tuple[tuple[str, int], ...],
+) -> dict[str, tuple[tuple[str, str], ...]] | None:
+    """The stored groups if the file was written against ``evidence``; ``None`` for a
+    missing, stale, damaged or foreign file."""
     try:
-        with open(cache_file(path), encoding="utf-8") as file:
+        with open(_file_for(evidence), encoding="utf-8") as file:
             data = json.load(file)
-        if data["format"] != FORMAT or data["path"] != list(path):
-            return None  # another layout, or a crc32 collision
-        evidence = tuple((str(name), int(mtime)) for name, mtime in data["signature"])
-        groups = {
+        if data["format"] != FORMAT:
+            return None
+        if tuple((str(name), int(mtime)) for name, mtime in data["signature"]) != evidence:
+            return None  # something was installed, removed or rewritten since
+        return {
             str(group): tuple((str(name), str(value)) for name, value in found)
             for group, found in data["groups"].items()
         }
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return evidence, groups
 
 
-def _save(path: tuple[str, ...], listing: _Listing) -> None:
+def _save(listing: _Listing) -> None:
     """Write the file atomically (a reader sees the old or the new one, never a part)."""
-    target = cache_file(path)
+    target = _file_for(listing.signature)
     # Unique per thread; the groups copied at once (another thread may be adding one).
     temporary = f"{target}.{os.getpid()}-{threading.get_ident()}.tmp"
-    data = {
-        "format": FORMAT,
-        "path": list(path),
-        "signature": listing.signature,
-        "groups": dict(listing.groups),
-    }
+    data = {"format": FORMAT, "signature": listing.signature, "groups": dict(listing.groups)}
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(temporary, "w", encoding="utf-8") as file:
