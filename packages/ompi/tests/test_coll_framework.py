@@ -10,7 +10,6 @@ import textwrap
 
 import numpy as np
 import pytest
-from stevedore import ExtensionManager
 
 from ompy.ompi.api.testing import make_world, run_ranks
 from ompy.ompi.errors import ERR_OTHER, ERR_TRUNCATE, ERR_UNSUPPORTED_OPERATION
@@ -32,6 +31,7 @@ from ompy.ompi.mca.coll import (
 from ompy.ompi.mca.coll.base import CollSelection
 from ompy.ompi.mca.coll.interface import SIGNATURES
 from ompy.opal.mca import Cardinality, ComponentLoadError
+from ompy.opal.mca.entry_points import forget as forget_entry_points
 from ompy.opal.mca.params import Registry
 
 COMPONENTS = """
@@ -160,9 +160,9 @@ def installed(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: coll-fixture\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS.lstrip())
     monkeypatch.syspath_prepend(str(root))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     yield sys.modules
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     sys.modules.pop("coll_fixture_components", None)
 
 

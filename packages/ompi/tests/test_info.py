@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from stevedore import ExtensionManager
 
 import ompy.ompi
 import ompy.opal
 import ompy.orte
+from ompy.opal.mca.entry_points import forget as forget_entry_points
 from ompy.orte.cli.main import main
 
 FRAMEWORK_MODULE = """
@@ -141,9 +141,9 @@ def site(tmp_path, monkeypatch) -> Path:
             monkeypatch.delenv(var)
     monkeypatch.setenv("OMPY_MCA_PARAM_FILES", "")
     monkeypatch.syspath_prepend(str(root))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     yield root
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     for name in FIXTURE_MODULES:
         sys.modules.pop(name, None)
 

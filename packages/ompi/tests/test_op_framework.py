@@ -9,7 +9,6 @@ import textwrap
 
 import numpy as np
 import pytest
-from stevedore import ExtensionManager
 
 from ompy.ompi import errors
 from ompy.ompi.api.testing import make_world, no_default_instance
@@ -21,6 +20,7 @@ from ompy.ompi.mca.op.base import OpSelection
 from ompy.ompi.op import BAND, PROD, REPLACE, SUM, Op
 from ompy.opal.mca import Cardinality, ComponentVersionError
 from ompy.opal.mca.discovery import check_component_class
+from ompy.opal.mca.entry_points import forget as forget_entry_points
 from ompy.opal.mca.params import Registry
 
 COMPONENTS = """
@@ -118,9 +118,9 @@ def installed(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: op-fixture\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS.lstrip())
     monkeypatch.syspath_prepend(str(root))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     yield
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     sys.modules.pop("op_fixture_components", None)
 
 

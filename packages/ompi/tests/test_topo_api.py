@@ -10,7 +10,6 @@ import sys
 import textwrap
 
 import pytest
-from stevedore import ExtensionManager
 
 from ompy.ompi.api.comm import COMM_NULL, Intracomm
 from ompy.ompi.api.testing import make_world, run_ranks
@@ -22,6 +21,7 @@ from ompy.ompi.errors import ERR_ARG, ERR_DIMS, ERR_INTERN, ERR_RANK
 from ompy.ompi.errors import Exception as MPIException
 from ompy.ompi.mca.topo import CART, DIST_GRAPH, GRAPH, INTERFACE_VERSION, framework
 from ompy.opal.mca import Cardinality
+from ompy.opal.mca.entry_points import forget as forget_entry_points
 from ompy.opal.mca.params import Registry
 
 COMPONENTS = """
@@ -95,9 +95,9 @@ def installed(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: topo-fixture\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS.lstrip())
     monkeypatch.syspath_prepend(str(root))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     yield sys.modules
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     sys.modules.pop("topo_fixture_components", None)
 
 

@@ -7,7 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from stevedore import ExtensionManager
+
+from ompy.opal.mca.entry_points import forget as forget_entry_points
 
 
 class ThrowawayDistributions:
@@ -41,7 +42,7 @@ class ThrowawayDistributions:
             lines.append(f"[{group}]")
             lines.extend(f"{key} = {target}" for key, target in entries.items())
         (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-        ExtensionManager.ENTRY_POINT_CACHE.clear()
+        forget_entry_points()
 
 
 @pytest.fixture
@@ -49,10 +50,10 @@ def distributions(tmp_path, monkeypatch) -> ThrowawayDistributions:
     root = tmp_path / "site"
     root.mkdir()
     monkeypatch.syspath_prepend(str(root))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     installed = ThrowawayDistributions(root)
     yield installed
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     for name in list(sys.modules):
         if name.split(".")[0] in installed.modules:
             del sys.modules[name]

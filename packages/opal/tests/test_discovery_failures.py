@@ -5,9 +5,15 @@ from __future__ import annotations
 import sys
 
 import pytest
-from stevedore import ExtensionManager
 
-from ompy.opal.mca import Cardinality, Framework, LoadFailure, installed_frameworks, open_framework
+from ompy.opal.mca import (
+    Cardinality,
+    Framework,
+    LoadFailure,
+    installed_frameworks,
+    open_framework,
+)
+from ompy.opal.mca.entry_points import forget as forget_entry_points
 from ompy.opal.mca.params import Registry
 
 FRAMEWORKS_MODULE = """
@@ -32,9 +38,9 @@ def published(tmp_path, monkeypatch):
         "discowrong = disco_frameworks:not_a_framework\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     yield
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     sys.modules.pop("disco_frameworks", None)
 
 
@@ -100,9 +106,9 @@ def components(tmp_path, monkeypatch):
         "fine = disco_components:Fine\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     yield
-    ExtensionManager.ENTRY_POINT_CACHE.clear()
+    forget_entry_points()
     sys.modules.pop("disco_components", None)
 
 

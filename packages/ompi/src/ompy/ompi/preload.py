@@ -4,8 +4,9 @@ A fork server runs it once (see :mod:`ompy.orte.launcher.preload` for the contra
 every rank from the result, so ``-n 8`` pays for these imports once instead of eight times.
 It imports the MPI API without initializing MPI, and the components of every framework a rank
 opens in initialization or at its first reduction (the run-time layer preloads its own),
-which also fills stevedore's entry-point cache, and lets each component prepare what forked
-ranks inherit (:meth:`~ompy.opal.mca.component.Component.preload`).  Nothing is opened,
+which also validates the entry-point listing (:mod:`ompy.opal.mca.entry_points`) that forked
+ranks inherit, and lets each component prepare what forked ranks inherit
+(:meth:`~ompy.opal.mca.component.Component.preload`).  Nothing is opened,
 selected or registered with the run-time: that depends on the rank's parameters and identity.
 
 The preload is on the critical path of every Python job (the ranks are forked when it is

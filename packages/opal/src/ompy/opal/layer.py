@@ -50,9 +50,13 @@ layer = Layer(
 
 def installed_layers() -> list[Layer]:
     """Every installed layer, bottom first."""
-    from stevedore import ExtensionManager
+    from .mca.entry_points import entry_points
 
-    manager = ExtensionManager(Layer.ENTRY_POINT_GROUP)
     order = {"opal": 0, "orte": 1, "ompi": 2}
-    layers = [ext.plugin for ext in manager.extensions]
+    layers: list[Layer] = []
+    for entry_point in entry_points(Layer.ENTRY_POINT_GROUP):
+        try:
+            layers.append(entry_point.load())
+        except Exception:  # as stevedore did: a layer that cannot load is left out here
+            continue  # (``ompy info`` shows why)
     return sorted(layers, key=lambda layer: order.get(layer.name, 9))

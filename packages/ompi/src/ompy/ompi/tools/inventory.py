@@ -15,7 +15,6 @@ of trouble are kept apart on purpose:
 from __future__ import annotations
 
 import attrs
-from stevedore import ExtensionManager
 
 from ompy.opal.layer import Layer
 from ompy.opal.mca import (
@@ -26,6 +25,7 @@ from ompy.opal.mca import (
     installed_frameworks,
     open_framework,
 )
+from ompy.opal.mca.entry_points import entry_points
 from ompy.opal.mca.params import ParamFileError, ParamValueError, Registry, Resolved
 
 #: Bottom layer first, as the layers depend on each other.
@@ -145,17 +145,17 @@ def _layers(registry: Registry) -> list[LayerEntry]:
     """Installed layers, each with its layer-wide parameters registered."""
     entries: list[LayerEntry] = []
 
-    def on_failure(_manager, entry_point, error: BaseException) -> None:
-        reason = f"{type(error).__name__}: {error}"
-        entries.append(LayerEntry(entry_point.name, entry_point.value, error=reason))
-
-    manager = ExtensionManager(Layer.ENTRY_POINT_GROUP, on_load_failure_callback=on_failure)
-    for extension in manager.extensions:
-        target = extension.entry_point.value
-        layer = extension.plugin
+    for entry_point in entry_points(Layer.ENTRY_POINT_GROUP):
+        target = entry_point.value
+        try:
+            layer = entry_point.load()
+        except Exception as error:
+            reason = f"{type(error).__name__}: {error}"
+            entries.append(LayerEntry(entry_point.name, target, error=reason))
+            continue
         if not isinstance(layer, Layer):
             error = f"names {layer!r}, which is not an ompy Layer description"
-            entries.append(LayerEntry(extension.name, target, error=error))
+            entries.append(LayerEntry(entry_point.name, target, error=error))
             continue
         try:
             layer.register_params(registry)

@@ -1,21 +1,20 @@
 """Finding components: names from installed metadata first, code only for what is selected.
 
-Listing entry points reads package metadata (stevedore caches it across processes), so an
-excluded component is never imported: a broken or slow plug-in costs nothing unless it is wanted.
+Listing entry points reads package metadata (:mod:`.entry_points` caches it across processes,
+so a warm start imports no metadata machinery), so an excluded component is never imported: a
+broken or slow plug-in costs nothing unless it is wanted.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Callable
-from importlib.metadata import EntryPoint
 from typing import Any, cast
 
 import attrs
-from stevedore import ExtensionManager, NamedExtensionManager
 
 from .component import Component
+from .entry_points import EntryPoint, entry_points
 from .errors import ComponentVersionError
 from .framework import ComponentT, Framework
 
@@ -37,27 +36,26 @@ class LoadFailure:
     reason: str
 
 
-def _recorder(
-    failures: list[LoadFailure],
-) -> Callable[[ExtensionManager, EntryPoint, BaseException], None]:
-    """A stevedore ``on_load_failure_callback`` that appends each failure to ``failures``."""
+def _failure(entry_point: EntryPoint, error: BaseException) -> LoadFailure:
+    """How a failure to import an entry point's target is shown (``ompy info``, selection)."""
+    return LoadFailure(entry_point.name, entry_point.value, f"{type(error).__name__}: {error}")
 
-    def on_failure(
-        _manager: ExtensionManager, entry_point: EntryPoint, error: BaseException
-    ) -> None:
-        reason = f"{type(error).__name__}: {error}"
-        failures.append(LoadFailure(entry_point.name, entry_point.value, reason))
 
-    return on_failure
+def _load_all(group: str, failures: list[LoadFailure]) -> list[tuple[EntryPoint, Any]]:
+    """Load every entry point of ``group``; those that fail to load go to ``failures``."""
+    loaded: list[tuple[EntryPoint, Any]] = []
+    for entry_point in entry_points(group):
+        try:
+            loaded.append((entry_point, entry_point.load()))
+        except Exception as error:
+            failures.append(_failure(entry_point, error))
+    return loaded
 
 
 def list_candidates(group: str) -> tuple[list[Candidate], list[LoadFailure]]:
     """Installed components of a group; a name claimed by two targets is a failure for both."""
     targets: dict[str, set[str]] = defaultdict(set)
-    listing: NamedExtensionManager = NamedExtensionManager(
-        group, names=[], on_missing_entrypoints_callback=None
-    )
-    for entry_point in listing.list_entry_points():
+    for entry_point in entry_points(group):
         targets[entry_point.name].add(entry_point.value)
     candidates: list[Candidate] = []
     failures: list[LoadFailure] = []
@@ -80,24 +78,22 @@ def load_components(
     """Import the given components and check that they fit the framework's interface."""
     failures: list[LoadFailure] = []
 
-    if not candidates:
-        return [], failures
-    manager = NamedExtensionManager(
-        framework.group,
-        names=[candidate.name for candidate in candidates],
-        on_load_failure_callback=_recorder(failures),
-        on_missing_entrypoints_callback=None,
-    )
     loaded: list[type[ComponentT]] = []
-    for extension in sorted(manager.extensions, key=lambda ext: ext.name):
+    for candidate in sorted(candidates, key=lambda candidate: candidate.name):
+        entry_point = EntryPoint(candidate.name, candidate.target, framework.group)
         try:
-            check_component_class(framework, extension.name, extension.plugin)
+            plugin = entry_point.load()
+        except Exception as error:
+            failures.append(_failure(entry_point, error))
+            continue
+        try:
+            check_component_class(framework, candidate.name, plugin)
         except ComponentVersionError as error:
-            failures.append(LoadFailure(extension.name, extension.entry_point.value, str(error)))
+            failures.append(LoadFailure(candidate.name, candidate.target, str(error)))
         else:
             # A component class that declares this framework's name: the framework's own
             # component class (its interface) is the one such classes derive from.
-            loaded.append(cast("type[ComponentT]", extension.plugin))
+            loaded.append(cast("type[ComponentT]", plugin))
     return loaded, failures
 
 
@@ -148,16 +144,13 @@ def installed_frameworks(failures: list[LoadFailure] | None = None) -> list[Fram
     """
     found: list[LoadFailure] = []
 
-    manager = ExtensionManager(
-        Framework.ENTRY_POINT_GROUP, on_load_failure_callback=_recorder(found)
-    )
     frameworks: list[Framework[Any]] = []
-    for extension in manager.extensions:
-        if isinstance(extension.plugin, Framework):
-            frameworks.append(extension.plugin)
+    for entry_point, plugin in _load_all(Framework.ENTRY_POINT_GROUP, found):
+        if isinstance(plugin, Framework):
+            frameworks.append(plugin)
         else:
-            reason = f"names {extension.plugin!r}, which is not an ompy Framework description"
-            found.append(LoadFailure(extension.name, extension.entry_point.value, reason))
+            reason = f"names {plugin!r}, which is not an ompy Framework description"
+            found.append(LoadFailure(entry_point.name, entry_point.value, reason))
     if failures is not None:
         failures.extend(found)
     else:

@@ -12,9 +12,9 @@ import sys
 from typing import NoReturn
 
 import click
-from stevedore import NamedExtensionManager
 
 from ompy.opal.layer import installed_layers
+from ompy.opal.mca.entry_points import entry_points
 from ompy.orte.launcher.forkserver.rankmain import FLUSH_FAILED, exit_status
 
 COMMAND_GROUP = "ompy.cli"
@@ -24,24 +24,20 @@ class PluginGroup(click.Group):
     """A click group that lists and loads its commands from entry points."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        listing = NamedExtensionManager(
-            COMMAND_GROUP, names=[], on_missing_entrypoints_callback=None
-        )
-        return sorted({ep.name for ep in listing.list_entry_points()})
+        return sorted({entry_point.name for entry_point in entry_points(COMMAND_GROUP)})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.list_commands(ctx):
-            return None
-        manager = NamedExtensionManager(
-            COMMAND_GROUP, names=[cmd_name], on_load_failure_callback=_raise_load_error
-        )
-        return manager[cmd_name].plugin
-
-
-def _raise_load_error(_manager, entry_point, error: BaseException) -> None:
-    raise click.ClickException(
-        f"the '{entry_point.name}' subcommand ({entry_point.value}) failed to load: {error}"
-    )
+        for entry_point in entry_points(COMMAND_GROUP):
+            if entry_point.name == cmd_name:
+                try:
+                    command: click.Command = entry_point.load()
+                except Exception as error:
+                    raise click.ClickException(
+                        f"the '{entry_point.name}' subcommand ({entry_point.value}) "
+                        f"failed to load: {error}"
+                    ) from error
+                return command
+        return None
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -72,7 +68,7 @@ def main() -> None:
 def console() -> NoReturn:
     """The ``ompy`` executable: run the command group, then leave without interpreter teardown.
 
-    Tearing down an interpreter that imported click, attrs, stevedore and the runtime takes
+    Tearing down an interpreter that imported click, attrs and the runtime takes
     20-50 ms (every module and object freed one by one) after the job is already over, and
     nothing is left to do by then: rank output is written unbuffered, files are closed, the
     control server's thread is joined.  So once the command returns, the standard streams are

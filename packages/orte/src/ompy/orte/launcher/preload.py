@@ -23,22 +23,15 @@ def run_preloads() -> list[str]:
     A failure is not fatal: the ranks then import that part themselves, and report any real
     problem when they do.
     """
-    from stevedore import ExtensionManager
+    from ompy.opal.mca.entry_points import entry_points
 
     failures: list[str] = []
-
-    def on_failure(_manager, entry_point, error: BaseException) -> None:
-        failures.append(
-            f"{entry_point.name} ({entry_point.value}): {type(error).__name__}: {error}"
-        )
-
-    manager = ExtensionManager(GROUP, on_load_failure_callback=on_failure)
-    for extension in sorted(manager.extensions, key=lambda ext: ext.name):
+    for entry_point in sorted(entry_points(GROUP), key=lambda entry_point: entry_point.name):
         try:
-            extension.plugin()
+            entry_point.load()()
         except Exception as error:
             failures.append(
-                f"{extension.name} ({extension.entry_point.value}): {type(error).__name__}: {error}"
+                f"{entry_point.name} ({entry_point.value}): {type(error).__name__}: {error}"
             )
     return failures
 

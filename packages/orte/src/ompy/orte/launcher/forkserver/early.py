@@ -1,9 +1,9 @@
 """Starting the fork server at the launcher's first instruction, before its own imports.
 
-The launcher needs about 200 ms (click, stevedore, the MCA core, planning, framework
-selection) before its plm component decides how to start ranks; the fork server needs about
-half a second to import what the ranks need.  Both are mostly imports, so on a machine with
-two cores they can run side by side: the ``ompy`` executable (:mod:`ompy.orte.cli.entry`)
+The launcher needs about 200 ms (click, the MCA core, planning, framework selection) before
+its plm component decides how to start ranks; the fork server needs about half a second to
+import what the ranks need.  Both are mostly imports, so on a machine with two cores they can
+run side by side: the ``ompy`` executable (:mod:`ompy.orte.cli.entry`)
 calls :func:`start_early` first.  It reads ``ompy run``'s command line with a small scanner
 (click is not imported yet) that knows the options from the table the click command is built
 from (:mod:`ompy.orte.cli.run_options`), and, if the program qualifies, starts the server.
