@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, Protocol, TypeVar
 
@@ -284,6 +285,14 @@ class PeerRing(Protocol):
     def release(self) -> None: ...
 
 
+class ImmediateSend(Protocol):
+    """One peer's immediate send of one header layout, bound once (see
+    :meth:`BtlModule.immediate`): ``send(payload, *fields)`` sends the header packed from
+    ``fields`` followed by the flat byte view ``payload`` at once, or answers False."""
+
+    def __call__(self, payload: memoryview, /, *fields: int) -> bool: ...
+
+
 class BtlModule(abc.ABC, Generic[EndpointT]):
     """One instance of a transport over one resource; subclasses implement the data movement.
 
@@ -497,6 +506,30 @@ class BtlModule(abc.ABC, Generic[EndpointT]):
         its memory immediately.  The default always answers False.
         """
         return False
+
+    def immediate(
+        self, endpoint: EndpointT, header: struct.Struct, tag: int, limit: int
+    ) -> ImmediateSend:
+        """``endpoint``'s immediate send of records whose header has the layout ``header``.
+
+        The PML binds one per peer once (at ``add_comm``) and calls it for every short
+        message: ``send(payload, *fields)`` is ``sendi(endpoint, header.pack(*fields),
+        payload, tag)`` for a record of at most ``limit`` bytes (header included; larger
+        ones answer False), with the same answers and errors.  Binding it once lets a module
+        pack its own record header and the caller's in one step, straight into its memory
+        (btl sm), instead of packing the caller's header into a separate bytes object that is
+        copied again.  This default is the plain ``sendi`` call.
+        """
+        pack = header.pack
+        size = header.size
+        sendi = self.sendi
+
+        def send(payload: memoryview, /, *fields: int) -> bool:
+            if size + len(payload) > limit:
+                return False
+            return sendi(endpoint, pack(*fields), payload, tag)
+
+        return send
 
     def peer_ring(self, endpoint: EndpointT) -> PeerRing | None:
         """The ring ``endpoint``'s process writes this process's records into, for polling.
