@@ -3,7 +3,8 @@
 What it writes must be exactly what ``sendi`` with the packed header writes (record for record,
 in order, with wrap-arounds, full rings and queued sends in between, in both ring protocols);
 it declines what ``sendi`` declines, and a released peer raises instead of touching memory
-that is no longer mapped.
+that is no longer mapped.  The locked protocol, and a header in another byte order, have none
+(the PML then packs the header and calls ``sendi``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ompy.opal.mca.btl.base import TAG_USR
 from ompy.opal.mca.shmem import base as shmem_base
 
 from .conftest import Ranks, leftovers
-from .test_sm_rings import PROTOCOLS, TINY, payload
+from .test_sm_rings import TINY, payload
 
 #: A header like ob1's MATCH (network order: packed together with the record header).
 HEADER = struct.Struct("!BBHIii")
@@ -33,11 +34,17 @@ def fields_of(seq: int) -> tuple[int, ...]:
 
 
 def send_like_the_pml(ranks, immediate, header, seq: int, data: bytes) -> bool:
-    """The immediate send, else the packed header and payload through a descriptor."""
+    """The immediate send (or, without one, sendi of the packed header), else the packed
+    header and payload through a descriptor."""
     fields = fields_of(seq)
-    if immediate(memoryview(data), *fields):
-        return True
     module, endpoint = ranks.modules[0], ranks.endpoints[0][1]
+    if immediate is None:
+        if len(data) + header.size <= module.eager_limit and module.sendi(
+            endpoint, header.pack(*fields), memoryview(data), TAG_USR
+        ):
+            return True
+    elif immediate(memoryview(data), *fields):
+        return True
     record = header.pack(*fields) + data
     descriptor = module.prepare_src(endpoint, memoryview(record), 0)
     assert descriptor.data_length == len(record)
@@ -60,6 +67,9 @@ def test_immediate_records_are_the_packed_header_and_payload_in_order(steps, pro
     try:
         sender, receiver = ranks.modules
         immediate = sender.immediate(ranks.endpoints[0][1], header, TAG_USR, sender.eager_limit)
+        assert (immediate is None) is (little or protocol == "no"), (
+            "an immediate send of its own in the lock-free protocol, for a network-order header"
+        )
         sent = []
         for seq, (size, action) in enumerate(steps):
             data = payload(seq, max(size, 4))[:size]
@@ -79,9 +89,13 @@ def test_immediate_records_are_the_packed_header_and_payload_in_order(steps, pro
     assert leftovers(ranks.jobid) == []
 
 
-@pytest.mark.parametrize("lockfree", PROTOCOLS)
-def test_a_record_over_the_limit_is_declined_and_nothing_is_written(make_ranks, lockfree):
-    ranks = make_ranks(2, btl_sm_lockfree=lockfree, **TINY)
+def test_the_locked_protocol_has_no_immediate_send_of_its_own(make_ranks):
+    ranks = make_ranks(2, btl_sm_lockfree="no", **TINY)
+    assert ranks.modules[0].immediate(ranks.endpoints[0][1], HEADER, TAG_USR, 128) is None
+
+
+def test_a_record_over_the_limit_is_declined_and_nothing_is_written(make_ranks):
+    ranks = make_ranks(2, **TINY)
     sender, receiver = ranks.modules
     immediate = sender.immediate(ranks.endpoints[0][1], HEADER, TAG_USR, 64)
     assert immediate(memoryview(bytes(64 - HEADER.size)), *fields_of(1))

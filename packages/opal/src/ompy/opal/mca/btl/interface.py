@@ -509,27 +509,19 @@ class BtlModule(abc.ABC, Generic[EndpointT]):
 
     def immediate(
         self, endpoint: EndpointT, header: struct.Struct, tag: int, limit: int
-    ) -> ImmediateSend:
-        """``endpoint``'s immediate send of records whose header has the layout ``header``.
+    ) -> ImmediateSend | None:
+        """``endpoint``'s immediate send of records whose header has the layout ``header``, or
+        None (the default) when the module has none of its own.
 
         The PML binds one per peer once (at ``add_comm``) and calls it for every short
-        message: ``send(payload, *fields)`` is ``sendi(endpoint, header.pack(*fields),
-        payload, tag)`` for a record of at most ``limit`` bytes (header included; larger
+        message: ``send(payload, *fields)`` does what ``sendi(endpoint, header.pack(*fields),
+        payload, tag)`` does for a record of at most ``limit`` bytes (header included; larger
         ones answer False), with the same answers and errors.  Binding it once lets a module
         pack its own record header and the caller's in one step, straight into its memory
         (btl sm), instead of packing the caller's header into a separate bytes object that is
-        copied again.  This default is the plain ``sendi`` call.
+        copied again.  With None the caller packs the header and calls :meth:`sendi`.
         """
-        pack = header.pack
-        size = header.size
-        sendi = self.sendi
-
-        def send(payload: memoryview, /, *fields: int) -> bool:
-            if size + len(payload) > limit:
-                return False
-            return sendi(endpoint, pack(*fields), payload, tag)
-
-        return send
+        return None
 
     def peer_ring(self, endpoint: EndpointT) -> PeerRing | None:
         """The ring ``endpoint``'s process writes this process's records into, for polling.

@@ -14,17 +14,18 @@ and a sender kept by a communicator must not keep the peer's segment mapped.
 
 from __future__ import annotations
 
+import functools
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ompy.opal.mca.btl import ImmediateSend
 
 from . import layout as L  # noqa: N812 (read as "the layout")
 
 if TYPE_CHECKING:
-    from .module import Ring, SmBtlModule, SmEndpoint
+    from .module import SmBtlModule, SmEndpoint
 
-_C_TAIL, _C_SLEEPING, _C_HEAD = L.C_TAIL, L.C_SLEEPING, L.C_HEAD
 _NETWORK = frozenset("!>")
 
 
@@ -37,36 +38,67 @@ def immediate_sender(
     module: SmBtlModule, endpoint: SmEndpoint, header: struct.Struct, tag: int, limit: int
 ) -> ImmediateSend:
     """The lock-free ring's immediate send to ``endpoint`` (see the module documentation)."""
-    pack = struct.Struct(L.RECORD.format + header.format[1:]).pack_into
-    header_pack = header.pack
-    at = L.RECORD_SIZE + header.size  # where the payload starts in the record
-    size_of_header = header.size
-    limit = min(limit, module.max_send_size)
+    arity = len(header.unpack(bytes(header.size)))
+    return _factory(arity)(
+        module,
+        endpoint,
+        struct.Struct(L.RECORD.format + header.format[1:]).pack_into,
+        header.pack,
+        header.size,
+        tag,
+        min(limit, module.max_send_size),
+    )
+
+
+#: The sender, written once for any number of header fields.  It is compiled per number of
+#: fields (:func:`_factory`) so that the fields are plain positional parameters: a starred
+#: ``*fields`` (collected, then spread into ``pack_into``) costs about 0.12 µs per message,
+#: a third of this frame.  ``{fields}`` is ``f0, f1, ...``.
+_SENDER = """
+def make(module, endpoint, pack, header_pack, size_of_header, tag, limit):
+    at = RECORD_SIZE + size_of_header  # where the payload starts in the record
     write = module._write_unlocked
     ring_bell = module.ring_bell
 
-    def send(payload: memoryview, /, *fields: int) -> bool:
+    def send(payload, /, {fields}):
         length = size_of_header + len(payload)
         if endpoint.queue or endpoint.dead or length > limit:
             if endpoint.dead:
                 raise module._unreachable(endpoint)
             return False
-        ring: Ring = endpoint.outbox  # type: ignore[assignment] # set while not dead
+        ring = endpoint.outbox  # set while the peer is not dead
         head = ring.counter
         need = (15 + length) & ~7  # record_size(length), inlined
         pos = head & ring.mask
         ctl = ring.ctl
-        if pos + need > ring.size or ring.size - (head - ctl[_C_TAIL]) < need:
-            return write(endpoint, (header_pack(*fields), payload), length, tag)
+        if pos + need > ring.size or ring.size - (head - ctl[C_TAIL]) < need:
+            # it wraps, or does not fit: the general write (skip record, or False to queue)
+            return write(endpoint, (header_pack({fields}), payload), length, tag)
         data = ring.data
-        pack(data, pos, length, tag, *fields)
+        pack(data, pos, length, tag, {fields})
         start = pos + at
         data[start : start + len(payload)] = payload
         head += need
-        ctl[_C_HEAD] = head  # the publishing store (see the module ``module``)
+        ctl[C_HEAD] = head  # the publishing store (see the sm module's documentation)
         ring.counter = head
-        if ctl[_C_SLEEPING]:
+        if ctl[C_SLEEPING]:
             ring_bell(endpoint)
         return True
 
     return send
+"""
+
+
+@functools.cache
+def _factory(arity: int) -> Callable[..., ImmediateSend]:
+    """The maker of senders of ``arity`` header fields (compiled once per arity)."""
+    fields = ", ".join(f"f{index}" for index in range(arity))
+    namespace: dict[str, Any] = {
+        "RECORD_SIZE": L.RECORD_SIZE,
+        "C_HEAD": L.C_HEAD,
+        "C_TAIL": L.C_TAIL,
+        "C_SLEEPING": L.C_SLEEPING,
+    }
+    code = compile(_SENDER.format(fields=fields), f"<sm immediate send, {arity} fields>", "exec")
+    exec(code, namespace)  # our own template: nothing from outside goes into it
+    return namespace["make"]

@@ -421,11 +421,12 @@ class SmBtlModule(BtlModule[SmEndpoint]):
 
     def immediate(
         self, endpoint: SmEndpoint, header: struct.Struct, tag: int, limit: int
-    ) -> ImmediateSend:
+    ) -> ImmediateSend | None:
         """The PML's header packed with the record header straight into the ring
-        (:mod:`.immediate`); the plain ``sendi`` in the locked protocol."""
+        (:mod:`.immediate`); None (the PML's ``sendi``) in the locked protocol, or for a header
+        whose byte order is not the record header's."""
         if not self.lock_free or not combinable(header):
-            return super().immediate(endpoint, header, tag, limit)
+            return None
         return immediate_sender(self, endpoint, header, tag, limit)
 
     def send(self, endpoint: SmEndpoint, descriptor: Descriptor, tag: int) -> bool:

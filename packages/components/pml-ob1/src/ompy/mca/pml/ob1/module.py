@@ -205,7 +205,8 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
 
     @staticmethod
     def _immediate(peer: BmlEndpoint) -> ImmediateSend | None:
-        """The immediate send of an eager MATCH record to ``peer``: its only eager module's."""
+        """The immediate send of an eager MATCH record to ``peer``: its only eager module's,
+        if that module has one (else ``send_view`` packs the header and calls ``sendi``)."""
         btl = peer.eager_single
         if btl is None:
             return None
@@ -253,6 +254,20 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
             if sent:
                 seqs[dest] = (seq + 1) & _SEQ_MASK
                 return None
+        else:  # the module has no immediate send of its own: the header packed, then sendi
+            peer = state.endpoints[dest]
+            btl = peer.eager_single
+            if btl is not None and len(data) + _MATCH_SIZE <= btl.eager_limit:
+                seqs = state.send_seq
+                seq = seqs[dest]
+                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+                try:
+                    sent = btl.sendi(btl.endpoint, header, data, TYPE_MATCH)
+                except BtlError as error:
+                    raise self._unreachable(dest, peer, error) from error
+                if sent:
+                    seqs[dest] = (seq + 1) & _SEQ_MASK
+                    return None
         return self.isend_view(data, dest, tag, comm, _STANDARD)
 
     def isend_view(
