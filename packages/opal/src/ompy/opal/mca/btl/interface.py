@@ -282,6 +282,18 @@ class PeerRing(Protocol):
 
     def poll(self) -> tuple[int, memoryview] | None: ...
 
+    def poll_header(self, header: struct.Struct) -> tuple[tuple[int, ...], memoryview] | None:
+        """:meth:`poll` with the caller's header read in the same step: the next record as
+        ``((length, tag, *fields), body)``, left in place, or None if nothing has arrived.
+
+        ``length`` is the payload's length and ``tag`` the record's tag; ``fields`` are
+        ``header``'s fields unpacked from the payload's start and ``body`` the payload after
+        them.  The fields mean something only for a record whose tag says its payload starts
+        with ``header`` (the caller checks the tag first); for another record they are what
+        its first bytes hold, or zeros.
+        """
+        ...
+
     def release(self) -> None: ...
 
 
