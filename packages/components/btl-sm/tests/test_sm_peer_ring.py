@@ -7,6 +7,8 @@ release; the locked protocol offers no ring; a finalized module's ring reads as 
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -132,3 +134,62 @@ def test_a_polled_record_is_the_payload_sent(make_ranks, size):
     assert (tag, bytes(view)) == (TAG_USR, payload(3, size))
     ring.release()
     assert ring.poll() is None
+
+
+HEADER = struct.Struct("!BBHIii")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(4, 250), st.sampled_from(["take", "progress", "none"])),
+        min_size=1,
+        max_size=120,
+    )
+)
+def test_poll_header_reads_what_poll_reads_with_the_header_unpacked(steps):
+    ranks = Ranks(2, dict(TINY))
+    try:
+        ring = ring_of(ranks, 1, 0)
+        received: list[bytes] = []
+        delivered = ranks.inboxes[1]
+        sent = []
+        for seq, (size, action) in enumerate(steps):
+            data = payload(seq, size)
+            sent.append(data)
+            send(ranks, 0, 1, data)
+            ranks.modules[0].progress()
+            if action == "take":
+                record = ring.poll_header(HEADER)
+                if record is not None:
+                    fields, body = record
+                    tag, view = ring.poll()  # the same record, read the plain way
+                    whole = bytes(view)
+                    assert fields[:2] == (len(whole), tag) == (len(whole), TAG_USR)
+                    assert len(fields) == 2 + 6
+                    if len(whole) >= HEADER.size:
+                        assert fields[2:] == HEADER.unpack_from(whole)
+                        assert bytes(body) == whole[HEADER.size :]
+                    received.append(whole)
+                    ring.release()
+            elif action == "progress":
+                ranks.modules[1].progress()
+                received.extend(delivered)
+                delivered.clear()
+        for _ in range(len(steps) + 2):
+            ranks.modules[0].progress()
+            ranks.modules[1].progress()
+        received.extend(delivered)
+        assert received == sent
+    finally:
+        ranks.close()
+        shmem_base.reset_selection()
+    assert leftovers(ranks.jobid) == []
+
+
+def test_poll_header_refuses_a_header_in_another_byte_order(make_ranks):
+    ranks = make_ranks(2, **TINY)
+    ring = ring_of(ranks, 1, 0)
+    send(ranks, 0, 1, payload(1, 32))
+    with pytest.raises(ValueError, match="network byte order"):
+        ring.poll_header(struct.Struct("<BBHIii"))

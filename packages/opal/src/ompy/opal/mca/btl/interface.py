@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, NamedTuple, NoReturn, Protocol, TypeVar
 
@@ -281,7 +282,27 @@ class PeerRing(Protocol):
 
     def poll(self) -> tuple[int, memoryview] | None: ...
 
+    def poll_header(self, header: struct.Struct) -> tuple[tuple[int, ...], memoryview] | None:
+        """:meth:`poll` with the caller's header read in the same step: the next record as
+        ``((length, tag, *fields), body)``, left in place, or None if nothing has arrived.
+
+        ``length`` is the payload's length and ``tag`` the record's tag; ``fields`` are
+        ``header``'s fields unpacked from the payload's start and ``body`` the payload after
+        them.  The fields mean something only for a record whose tag says its payload starts
+        with ``header`` (the caller checks the tag first); for another record they are what
+        its first bytes hold, or zeros.
+        """
+        ...
+
     def release(self) -> None: ...
+
+
+class ImmediateSend(Protocol):
+    """One peer's immediate send of one header layout, bound once (see
+    :meth:`BtlModule.immediate`): ``send(payload, *fields)`` sends the header packed from
+    ``fields`` followed by the flat byte view ``payload`` at once, or answers False."""
+
+    def __call__(self, payload: memoryview, /, *fields: int) -> bool: ...
 
 
 class BtlModule(abc.ABC, Generic[EndpointT]):
@@ -497,6 +518,22 @@ class BtlModule(abc.ABC, Generic[EndpointT]):
         its memory immediately.  The default always answers False.
         """
         return False
+
+    def immediate(
+        self, endpoint: EndpointT, header: struct.Struct, tag: int, limit: int
+    ) -> ImmediateSend | None:
+        """``endpoint``'s immediate send of records whose header has the layout ``header``, or
+        None (the default) when the module has none of its own.
+
+        The PML binds one per peer once (at ``add_comm``) and calls it for every short
+        message: ``send(payload, *fields)`` does what ``sendi(endpoint, header.pack(*fields),
+        payload, tag)`` does for a record of at most ``limit`` bytes (header included; larger
+        ones answer False), with the same answers and errors.  Binding it once lets a module
+        pack its own record header and the caller's in one step, straight into its memory
+        (btl sm), instead of packing the caller's header into a separate bytes object that is
+        copied again.  With None the caller packs the header and calls :meth:`sendi`.
+        """
+        return None
 
     def peer_ring(self, endpoint: EndpointT) -> PeerRing | None:
         """The ring ``endpoint``'s process writes this process's records into, for polling.

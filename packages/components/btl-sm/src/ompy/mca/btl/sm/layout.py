@@ -13,7 +13,8 @@ line), and every shared counter is an aligned 8-byte word.
                line 1, written by the receiver: tail (bytes consumed), sleeping
     rings    ring_count rings of fbox_size bytes (a power of two)
 
-A ring carries records of an 8-byte header (payload length u32, tag u16, 2 spare bytes) and the
+A ring carries records of an 8-byte header (payload length u32, tag u16, 2 spare bytes; network
+byte order, like the PML headers that follow it, so that one ``struct`` packs both) and the
 payload, padded to 8 bytes.  A record never wraps: when it does not fit before the end, the
 sender publishes a ``SKIP`` record that fills the rest and starts again at offset 0.
 """
@@ -25,7 +26,7 @@ import struct
 import attrs
 
 MAGIC = int.from_bytes(b"ompy-sm\0", "little")
-VERSION = 1
+VERSION = 2  # 2: record headers in network byte order (packed with the PML's header)
 
 # header words
 H_MAGIC, H_VERSION, H_RINGS, H_FBOX, H_PID, H_PROTOCOL, H_EXPECTED, H_CLOSED = range(8)
@@ -40,7 +41,7 @@ C_TAIL, C_SLEEPING = 8, 9
 CONTROL_BLOCK = 128
 CONTROL_WORDS = CONTROL_BLOCK // 8
 
-RECORD = struct.Struct("<IHxx")
+RECORD = struct.Struct("!IHxx")
 RECORD_SIZE = RECORD.size
 SKIP = 0x100  # a record kind no BTL tag (0..255) can take
 LINE = 64

@@ -4,9 +4,10 @@ Hot paths (``sendi``, ``send``, ``progress``) bind everything they touch at setu
 paths (attaching, sleeping, a peer's death, finalize) are kept out of them.
 
 **Publishing.**  A sender copies the record (header, then payload) into its ring and then
-publishes it by storing the new head with one aligned 8-byte store through a numpy ``uint64``
-element (numpy writes an aligned, native-order element with a single typed store).  Loads of
-the other side's counters go through a ``memoryview`` cast to ``Q`` (one 8-byte load each).  On
+publishes it by storing the new head with one aligned 8-byte store through a ``memoryview``
+cast to ``Q`` (CPython packs a ``Q`` item with an 8-byte ``memcpy`` to an address that is a
+multiple of 8, which compilers emit as one store; numpy's element store is the same store and
+costs twice as much).  Loads of the other side's counters go through the same view.  On
 x86-64 (TSO) that is all the ordering needed; elsewhere every ring update runs under a POSIX
 record lock (:mod:`fcntl` ``lockf``) on one byte of the segment file, and the kernel's lock
 provides the barriers.  The receiver delivers the payload in place (a view into the ring, valid
@@ -35,6 +36,7 @@ import errno
 import fcntl
 import os
 import select
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -51,6 +53,7 @@ from ompy.opal.mca.btl import (
     BtlUnsupportedError,
     Descriptor,
     Endpoint,
+    ImmediateSend,
     MemHandle,
     ModuleAttributes,
     RdmaCompletion,
@@ -61,6 +64,7 @@ from ompy.opal.proc import Proc
 
 from . import layout as L  # noqa: N812 (read as "the layout")
 from .doorbell import Doorbell
+from .immediate import combinable, immediate_sender
 from .peer_ring import SmPeerRing
 from .sysdeps import CmaError, copy
 
@@ -103,9 +107,10 @@ class Ring:
         control = layout.control(index)
         block = base[control : control + L.CONTROL_BLOCK]
         self.ctl = _words(block)
-        self.publish = np.frombuffer(block, dtype=np.uint64)
-        if self.publish.ctypes.data % 8:
+        if np.frombuffer(block, dtype=np.uint64).ctypes.data % 8:
             raise BtlError(f"sm: ring control block {index} is not 8-byte aligned")
+        #: Where the counters are stored (the publishing store): the same view as ``ctl``.
+        self.publish = self.ctl
         start = layout.ring(index)
         self.data = base[start : start + layout.fbox_size]
         self.size = layout.fbox_size
@@ -413,6 +418,16 @@ class SmBtlModule(BtlModule[SmEndpoint]):
         if ctl[_C_SLEEPING]:
             self._ring_bell(endpoint.doorbell)
         return True
+
+    def immediate(
+        self, endpoint: SmEndpoint, header: struct.Struct, tag: int, limit: int
+    ) -> ImmediateSend | None:
+        """The PML's header packed with the record header straight into the ring
+        (:mod:`.immediate`); None (the PML's ``sendi``) in the locked protocol, or for a header
+        whose byte order is not the record header's."""
+        if not self.lock_free or not combinable(header):
+            return None
+        return immediate_sender(self, endpoint, header, tag, limit)
 
     def send(self, endpoint: SmEndpoint, descriptor: Descriptor, tag: int) -> bool:
         segments = descriptor.segments

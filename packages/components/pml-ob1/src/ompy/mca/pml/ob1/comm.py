@@ -2,7 +2,8 @@
 
 ``add_comm`` stores one :class:`CommState` in ``comm.pml_state``: the communicator's context
 id and rank, the BML endpoint of each of its ranks (so a send needs one list index), the ring
-a fast-path receive polls for each rank on this node, and its
+a fast-path receive polls for each rank on this node, the immediate send of a short message to
+each rank, and its
 :class:`~ompy.mca.pml.ob1.matching.MatchingState`.  The matching state's methods are bound
 once here, for the hot path.
 """
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ompy.ompi.mca.bml import BmlEndpoint
-from ompy.opal.mca.btl import PeerRing
+from ompy.opal.mca.btl import ImmediateSend, PeerRing
 
 from .matching import MatchingState
 
@@ -26,6 +27,7 @@ class CommState:
         "cancel_send",
         "ctx",
         "endpoints",
+        "immediate",
         "keys",
         "matching",
         "next_seq",
@@ -46,6 +48,7 @@ class CommState:
         cancel_send: Callable[[Any], None] | None = None,
         keys: Sequence[int] = (),
         rings: Sequence[PeerRing | None] = (),
+        immediate: Sequence[ImmediateSend | None] = (),
     ) -> None:
         self.ctx = ctx
         #: The PML key (world rank or index) of each peer, by rank in the communicator.
@@ -61,6 +64,11 @@ class CommState:
         #: Per rank, the ring its process writes into that a blocking receive may poll in
         #: place (the fast path, :mod:`.fastpath`), or None; resolved once, here.
         self.rings: list[PeerRing | None] = list(rings) if rings else [None] * self.size
+        #: Per rank, the immediate send of a MATCH record to it (its only eager module's,
+        #: :meth:`~ompy.opal.mca.btl.BtlModule.immediate`), or None; resolved once, here.
+        self.immediate: list[ImmediateSend | None] = (
+            list(immediate) if immediate else [None] * self.size
+        )
         #: The PML's ``cancel_send(request)``, for a send request's ``cancel``.
         self.cancel_send = cancel_send
 

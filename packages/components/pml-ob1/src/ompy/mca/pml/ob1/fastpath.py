@@ -30,7 +30,7 @@ from typing import Any
 from .comm import CommState
 from .headers import MATCH, TYPE_MATCH
 
-_MATCH_UNPACK = MATCH.struct.unpack_from
+_MATCH_STRUCT = MATCH.struct
 _MATCH_SIZE = MATCH.size
 _sched_yield = os.sched_yield
 
@@ -61,7 +61,7 @@ class FastSide:
         matching = state.matching
         if not matching.quiet(source):
             return None
-        record = ring.poll()
+        record = ring.poll_header(_MATCH_STRUCT)  # record and MATCH header in one unpack
         if record is None:
             engine = self.engine
             if engine.threaded or self._sends or self._pending:
@@ -74,12 +74,11 @@ class FastSide:
                 spins -= 1
                 if idle_yield:
                     _sched_yield()
-                record = ring.poll()
-        kind, payload = record
+                record = ring.poll_header(_MATCH_STRUCT)
+        (length, kind, _type, _flags, seq, ctx, src, mtag), body = record
         if kind != TYPE_MATCH:
-            return None
-        _type, _flags, seq, ctx, src, mtag = _MATCH_UNPACK(payload)
-        length = len(payload) - _MATCH_SIZE
+            return None  # (its fields are not a MATCH header's: nothing else is looked at)
+        length -= _MATCH_SIZE
         if (
             ctx != state.ctx
             or src != source
@@ -88,8 +87,8 @@ class FastSide:
         ):
             return None
         if view is None:
-            view = memoryview(bytearray(payload[_MATCH_SIZE:]))
+            view = memoryview(bytearray(body))
         elif length:
-            view[:length] = payload[_MATCH_SIZE:]
+            view[:length] = body
         ring.release()
         return mtag, length, view

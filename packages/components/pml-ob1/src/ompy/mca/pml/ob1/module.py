@@ -6,7 +6,8 @@ keeps the per-communicator states.  The send and receive protocols live in
 :mod:`~ompy.mca.pml.ob1.sender` and :mod:`~ompy.mca.pml.ob1.receiver`.
 
 Hot path of a short send: one ``CommState`` lookup on the communicator, one list index for the
-peer's endpoint, one sequence number, one ``struct.pack`` and the module's ``sendi``.
+peer's immediate send (bound at ``add_comm``), one sequence number, and that call, which packs
+the MATCH header where the transport puts it.
 
 Ready sends (``SendMode.READY``) are sent like standard ones: whether the receive is posted is
 known only at the receiver, and asking would cost a round trip, so an unposted receive is not
@@ -33,7 +34,7 @@ from ompy.ompi.mca.pml import PmlMessage, PmlModule, SendMode
 from ompy.ompi.mca.pml.context import PmlContext
 from ompy.opal import output
 from ompy.opal.datatype.convertor import Convertor
-from ompy.opal.mca.btl import BtlError, PeerRing
+from ompy.opal.mca.btl import BtlError, ImmediateSend, PeerRing
 from ompy.opal.proc import Proc
 
 from .cancel import CancelSide
@@ -189,6 +190,7 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
             cancel_send=self.cancel_send,
             keys=ranks,
             rings=[self._peer_ring(self._peers[rank]) for rank in ranks] if self.fast_path else (),
+            immediate=[self._immediate(self._peers[rank]) for rank in ranks],
         )
         self._comms[ctx] = state
         comm.pml_state = state
@@ -200,6 +202,15 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
         """The ring a fast-path receive from ``peer`` polls: its only eager module's, if any."""
         btl = peer.eager_single
         return None if btl is None else btl.module.peer_ring(btl.endpoint)
+
+    @staticmethod
+    def _immediate(peer: BmlEndpoint) -> ImmediateSend | None:
+        """The immediate send of an eager MATCH record to ``peer``: its only eager module's,
+        if that module has one (else ``send_view`` packs the header and calls ``sendi``)."""
+        btl = peer.eager_single
+        if btl is None:
+            return None
+        return btl.module.immediate(btl.endpoint, MATCH.struct, TYPE_MATCH, btl.eager_limit)
 
     def del_comm(self, comm: Any) -> None:
         state = self._comms.pop(comm.context_id, None)
@@ -232,19 +243,31 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
         state = comm.pml_state
         if state is None or not 0 <= dest < state.size:
             raise self._bad_rank(comm, dest, "destination")
-        peer = state.endpoints[dest]
-        btl = peer.eager_single
-        if btl is not None and len(data) + _MATCH_SIZE <= btl.eager_limit:
+        send = state.immediate[dest]  # bound at add_comm: it checks the eager limit itself
+        if send is not None:
             seqs = state.send_seq
             seq = seqs[dest]
-            header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
             try:
-                sent = btl.sendi(btl.endpoint, header, data, TYPE_MATCH)
+                sent = send(data, TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
             except BtlError as error:
-                raise self._unreachable(dest, peer, error) from error
+                raise self._unreachable(dest, state.endpoints[dest], error) from error
             if sent:
                 seqs[dest] = (seq + 1) & _SEQ_MASK
                 return None
+        else:  # the module has no immediate send of its own: the header packed, then sendi
+            peer = state.endpoints[dest]
+            btl = peer.eager_single
+            if btl is not None and len(data) + _MATCH_SIZE <= btl.eager_limit:
+                seqs = state.send_seq
+                seq = seqs[dest]
+                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
+                try:
+                    sent = btl.sendi(btl.endpoint, header, data, TYPE_MATCH)
+                except BtlError as error:
+                    raise self._unreachable(dest, peer, error) from error
+                if sent:
+                    seqs[dest] = (seq + 1) & _SEQ_MASK
+                    return None
         return self.isend_view(data, dest, tag, comm, _STANDARD)
 
     def isend_view(
