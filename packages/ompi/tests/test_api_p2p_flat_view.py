@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ompy.ompi.api.p2p import _flat_view
+from ompy.ompi.api.plain_buffers import flat_view as _flat_view
 from ompy.ompi.datatype.buffer import parse_buffer
 
 DTYPES = ["u1", "i1", "?", "<i2", "<u4", "<i8", "<f4", "<f8", ">i4", "<c16", "S3", "<U2"]

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import numpy as np
-
 from ..constants import ANY_SOURCE, ANY_TAG, PROC_NULL
 from ..datatype.buffer import parse_buffer
-from ..datatype.predefined import TYPECHARS
 from ..mca.pml.base.objects import ObjectRecv, object_of_stream
 from ..mca.pml.interface import PmlMessage, ProbeStatus, SendMode
 from ..status import Status
@@ -23,6 +20,7 @@ from .communicator import Communicator
 from .families import member
 from .message import MESSAGE_NO_PROC, Message
 from .pickled import receive_object, send_object, start_object_send
+from .plain_buffers import flat_view
 from .request import Prequest, Request
 from .transfers import (
     BUFFERED,
@@ -36,41 +34,6 @@ from .transfers import (
     start_send,
     wait,
 )
-
-#: Element formats of the buffers :func:`_flat_view` takes as they are: the one-character
-#: native formats ``parse_buffer`` maps to a predefined datatype.
-_FLAT_FORMATS = frozenset(code for code in "?bhilqBHILQfdg" if code in TYPECHARS)
-_ndarray = np.ndarray
-
-
-def _flat_view(buf: Any, readonly: bool) -> memoryview | None:
-    """The flat byte view of a whole contiguous numpy array, bytes or bytearray; else None.
-
-    ``Send`` and ``Recv`` hand the PML the bytes only: for these buffers ``parse_buffer``
-    would accept the same view (its fast case), and everything else (a ``[buf, count,
-    datatype]`` list, a strided array, a read-only receive buffer) goes through it and its
-    errors.  When the PML must convert typed data (``pml.raw_views`` false: a heterogeneous
-    job) the calls give it buffer specs, which keep the datatype.
-
-    Told by the exact type, cheapest first: a bytearray's (or, to send, a bytes') view is
-    always flat bytes, so only an array's view is looked at; making the view is most of the
-    cost (numpy's export alone is about half), so it is made once and each property read once.
-    """
-    kind = type(buf)
-    if kind is bytearray or (kind is bytes and readonly):
-        return memoryview(buf)
-    if kind is not _ndarray:
-        return None  # (a bytes receive buffer is parse_buffer's to refuse)
-    view = memoryview(buf)
-    code = view.format
-    if code not in _FLAT_FORMATS or not view.c_contiguous or (view.readonly and not readonly):
-        return None
-    if code != "B" or view.ndim != 1:
-        try:
-            view = view.cast("B")
-        except TypeError:  # an empty array with a zero in its shape, (3, 0): parse_buffer's
-            return None
-    return view
 
 
 class PointToPoint:
@@ -133,7 +96,7 @@ class PointToPoint:
         if dest == PROC_NULL:
             return
         pml = c.pml
-        view = _flat_view(buf, True) if pml.raw_views else None
+        view = flat_view(buf, True) if pml.raw_views else None
         if view is None:
             request = pml.isend(parse_buffer(buf), dest, tag, c, STANDARD)
         else:
@@ -161,7 +124,7 @@ class PointToPoint:
             fill_status(status, proc_null_request())
             return
         pml = c.pml
-        view = _flat_view(buf, False) if pml.raw_views else None
+        view = flat_view(buf, False) if pml.raw_views else None
         if view is None:
             request = pml.irecv(parse_buffer(buf, readonly=False), source, tag, c)
         else:
