@@ -290,9 +290,7 @@ class Collectives(CommonCollectives):
             else:
                 recvspec, sendspec = None, plain_spec(sendbuf, writable=False)
             if sendspec is not None and c.pml.raw_views:
-                c.instance.op.kernel(
-                    op, sendspec.datatype if recvspec is None else recvspec.datatype
-                )
+                _check_op(c, op, sendspec.datatype if recvspec is None else recvspec.datatype)
                 c.coll.reduce(c, sendspec, recvspec, op, root)
                 return
         c, args, st = self._reduce_args("Comm.Reduce", sendbuf, recvbuf, op, root)
@@ -337,7 +335,7 @@ class Collectives(CommonCollectives):
             if recvspec is not None and c.pml.raw_views:
                 sendspec = _plain_send(sendbuf, recvspec)
                 if sendspec is not None:
-                    c.instance.op.kernel(op, recvspec.datatype)  # ERR_OP before the peers wait
+                    _check_op(c, op, recvspec.datatype)  # ERR_OP before the peers wait
                     c.coll.allreduce(c, sendspec, recvspec, op)
                     return
         c, (sendspec, recvspec, op), st = self._everyone_args(
