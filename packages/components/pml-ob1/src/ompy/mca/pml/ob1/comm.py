@@ -64,8 +64,9 @@ class CommState:
         #: Per rank, the ring its process writes into that a blocking receive may poll in
         #: place (the fast path, :mod:`.fastpath`), or None; resolved once, here.
         self.rings: list[PeerRing | None] = list(rings) if rings else [None] * self.size
-        #: Per rank, the immediate send of a MATCH record to it (its only eager module's,
-        #: :meth:`~ompy.opal.mca.btl.BtlModule.immediate`), or None; resolved once, here.
+        #: Per rank, the immediate send of a MATCH record to it through its only eager module
+        #: (:meth:`~ompy.opal.mca.btl.BtlModule.immediate`, or the header packed for
+        #: ``sendi``), or None when several modules share it; resolved once, here.
         self.immediate: list[ImmediateSend | None] = (
             list(immediate) if immediate else [None] * self.size
         )

@@ -60,6 +60,20 @@ from .sender import SendSide
 
 _MATCH_PACK = MATCH.struct.pack
 _MATCH_SIZE = MATCH.size
+
+
+def _packed_sendi(btl: Any) -> ImmediateSend:
+    """The immediate send of a module without one of its own (tcp, self, sm's locked
+    protocol): what its :meth:`~ompy.opal.mca.btl.BtlModule.immediate` contract describes,
+    the MATCH header packed and handed to ``sendi`` with the payload."""
+    endpoint, sendi, room = btl.endpoint, btl.sendi, btl.eager_limit - _MATCH_SIZE
+
+    def send(payload: memoryview, /, *fields: int) -> bool:
+        return len(payload) <= room and sendi(endpoint, _MATCH_PACK(*fields), payload, TYPE_MATCH)
+
+    return send
+
+
 _SYNCHRONOUS = SendMode.SYNCHRONOUS
 _STANDARD = SendMode.STANDARD
 _SEQ_MASK = SEQ_MASK
@@ -205,12 +219,14 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
 
     @staticmethod
     def _immediate(peer: BmlEndpoint) -> ImmediateSend | None:
-        """The immediate send of an eager MATCH record to ``peer``: its only eager module's,
-        if that module has one (else ``send_view`` packs the header and calls ``sendi``)."""
+        """The immediate send of an eager MATCH record to ``peer`` through its only eager
+        module: the module's own, or the header packed and handed to ``sendi``; None when
+        several modules share the peer's eager traffic (``send_view`` then starts a send)."""
         btl = peer.eager_single
         if btl is None:
             return None
-        return btl.module.immediate(btl.endpoint, MATCH.struct, TYPE_MATCH, btl.eager_limit)
+        send = btl.module.immediate(btl.endpoint, MATCH.struct, TYPE_MATCH, btl.eager_limit)
+        return send if send is not None else _packed_sendi(btl)
 
     def del_comm(self, comm: Any) -> None:
         state = self._comms.pop(comm.context_id, None)
@@ -254,20 +270,6 @@ class Ob1PmlModule(FastSide, SendSide, RecvSide, CancelSide, PmlModule):
             if sent:
                 seqs[dest] = (seq + 1) & _SEQ_MASK
                 return None
-        else:  # the module has no immediate send of its own: the header packed, then sendi
-            peer = state.endpoints[dest]
-            btl = peer.eager_single
-            if btl is not None and len(data) + _MATCH_SIZE <= btl.eager_limit:
-                seqs = state.send_seq
-                seq = seqs[dest]
-                header = _MATCH_PACK(TYPE_MATCH, 0, seq, state.ctx, state.rank, tag)
-                try:
-                    sent = btl.sendi(btl.endpoint, header, data, TYPE_MATCH)
-                except BtlError as error:
-                    raise self._unreachable(dest, peer, error) from error
-                if sent:
-                    seqs[dest] = (seq + 1) & _SEQ_MASK
-                    return None
         return self.isend_view(data, dest, tag, comm, _STANDARD)
 
     def isend_view(
