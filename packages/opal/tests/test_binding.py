@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ompy.opal.binding import BINDING_VARIABLE, NodeBinding, Topology, bind, cpuset, parse_cpulist
+from ompy.opal.binding import Topology, bind, cpuset, parse_cpulist
 
 # Two packages of two cores of two hardware threads: processors 0-7, siblings (0,4), (1,5)...
 CORES = tuple(frozenset({core, core + 4}) for core in range(4))
@@ -83,16 +83,6 @@ def test_an_undescribed_processor_is_a_core_and_a_package_of_its_own(tmp_path):
     assert Topology.read({0, 1}, tmp_path) == Topology(
         (frozenset({0}), frozenset({1})), (frozenset({0}), frozenset({1}))
     )
-
-
-def test_a_node_binds_by_the_launchers_policy_and_the_ranks_place():
-    binding = NodeBinding(TWO_SOCKETS)
-    env = {BINDING_VARIABLE: "core", "OMPY_LOCAL_RANK": "2", "OMPY_LOCAL_SIZE": "4"}
-    assert binding.cpus(env) == CORES[2]
-    assert binding.cpus({**env, BINDING_VARIABLE: "none"}) is None
-    assert binding.cpus({"OMPY_LOCAL_RANK": "0", "OMPY_LOCAL_SIZE": "2"}) is None  # no policy
-    assert binding.cpus({BINDING_VARIABLE: "core"}) is None  # not a launched rank
-    assert binding.cpus({**env, "OMPY_LOCAL_RANK": "4"}) is None  # not a place on the node
 
 
 def test_binding_a_process_confines_it_and_none_leaves_it():

@@ -7,7 +7,8 @@ to milliseconds).  Open MPI's ``mpirun`` therefore binds by default, to a core e
 has at most two ranks and to a package (socket) each beyond, where threaded ranks keep the
 package's cores; an oversubscribed node is not bound, as its ranks must share cores anyway.
 ompy follows the same defaults (``--bind-to`` / ``orte_bind_to``), decided per node from the
-node's own topology by whatever starts the node's ranks.
+node's own topology by whatever starts the node's ranks
+(:class:`ompy.orte.launcher.binding.NodeBinding`).
 
 The topology comes from what Linux publishes under ``/sys/devices/system/cpu`` (as hwloc reads
 it), restricted to the processors the starting process may use (``os.sched_getaffinity``: a
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
@@ -28,8 +29,6 @@ SYSFS = Path("/sys/devices/system")
 #: The policies of ``--bind-to``: ``auto`` is a core per rank for at most two ranks on a node,
 #: else a package per rank.
 POLICIES = ("auto", "none", "core", "package")
-#: The environment variable that carries the launcher's policy to each node's rank starter.
-BINDING_VARIABLE = "OMPY_BINDING"
 
 
 def parse_cpulist(text: str) -> list[int]:
@@ -95,8 +94,8 @@ def cpuset(
     policy: str, local_rank: int, local_size: int, topology: Topology
 ) -> frozenset[int] | None:
     """The processors the node's ``local_rank``-th of ``local_size`` ranks is bound to, or
-    None for no binding (policy ``none``, or more ranks than the node has cores or packages:
-    oversubscribed ranks share whatever there is)."""
+    None for no binding (policy ``none``, or more ranks than the node has cores: oversubscribed
+    ranks share whatever there is; ranks beyond the packages share packages)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown binding policy {policy!r}; use one of {', '.join(POLICIES)}")
     if policy == "auto":
@@ -104,42 +103,13 @@ def cpuset(
     if policy == "none":
         return None
     units = topology.cores if policy == "core" else topology.packages
+    if local_size <= len(units):
+        return units[local_rank]
     if policy == "core":
-        if local_size > len(units):
-            return None
-        return units[local_rank]
-    if local_size < len(units):
-        return units[local_rank]
-    # At least as many ranks as packages: consecutive ranks share a package, as evenly as
-    # the counts allow (ranks 0-3 on package 0 and 4-7 on package 1 for eight ranks on two).
+        return None
+    # More ranks than packages: consecutive ranks share a package, as evenly as the counts
+    # allow (ranks 0-3 on package 0 and 4-7 on package 1 for eight ranks on two).
     return units[local_rank * len(units) // local_size]
-
-
-@attrs.define
-class NodeBinding:
-    """The bindings of the ranks one starter (``plm local``, a node daemon) starts on its node.
-
-    The node's topology is read once, at the first rank to bind, by the process that starts
-    the ranks: on the node itself, so the launcher need not know remote nodes' processors.
-    """
-
-    _topology: Topology | None = None
-
-    def cpus(self, env: Mapping[str, str]) -> frozenset[int] | None:
-        """The processors of the rank about to start with environment ``env``: the launcher's
-        policy (:data:`BINDING_VARIABLE`) and the rank's place on its node
-        (``OMPY_LOCAL_RANK`` of ``OMPY_LOCAL_SIZE``).  None when the environment asks for no
-        binding or says too little (a process that is not a rank of a launched job)."""
-        policy = env.get(BINDING_VARIABLE, "none")
-        try:
-            local_rank, local_size = int(env["OMPY_LOCAL_RANK"]), int(env["OMPY_LOCAL_SIZE"])
-        except (KeyError, ValueError):
-            return None
-        if policy == "none" or not 0 <= local_rank < local_size:
-            return None
-        if self._topology is None:
-            self._topology = Topology.read()
-        return cpuset(policy, local_rank, local_size, self._topology)
 
 
 def bind(pid: int, cpus: frozenset[int] | None) -> None:

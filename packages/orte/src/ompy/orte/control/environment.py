@@ -28,6 +28,9 @@ OMPY_UNIVERSE_BASE       (optional) the job's first universe rank, by which proc
                          the launcher's other jobs name its ranks (absent: 0, the first job)
 OMPY_PARENT_PORT         (optional) a spawned job's port: its MPI initialization connects
                          to the spawning processes there (``Comm.Get_parent``)
+OMPY_BINDING             the launcher's binding policy (``orte_bind_to``), the same for
+                         every rank: read by the node's rank starter, which binds the rank
+                         before it runs (:mod:`ompy.orte.launcher.binding`)
 =======================  ===============================================================
 
 The two optional job-map variables carry the job map, so that MPI initialization knows where every
@@ -60,6 +63,8 @@ JOB_MAP_VARIABLES = (NODE_NAMES, RANK_NODES)
 UNIVERSE_SIZE = "OMPY_UNIVERSE_SIZE"
 UNIVERSE_BASE = "OMPY_UNIVERSE_BASE"
 PARENT_PORT = "OMPY_PARENT_PORT"
+#: Set by the launcher for every rank alike (not an identity variable: not in ALL_VARIABLES).
+BINDING = "OMPY_BINDING"
 
 #: Every required variable of the contract; all of them are set in a launched rank.
 VARIABLES = (

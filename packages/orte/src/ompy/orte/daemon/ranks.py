@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ompy.opal.binding import NodeBinding
+from ompy.orte.launcher.binding import NodeBinding
 from ompy.orte.launcher.forkserver.client import (
     ForkServerClient,
     ForkServerUnavailableError,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from ompy.opal.binding import BINDING_VARIABLE
+from ompy.orte.control.environment import BINDING
 
 from .errors import LaunchError
 from .hosts import is_local_host, usable_cores
@@ -134,7 +134,7 @@ def plan_job(options: RunOptions, registry, reporter: Reporter) -> Plan:
 
     mca_env = environment_for_cli(mca_overrides(options.mca))
     # Each node's rank starter binds the ranks it starts (ompy.opal.binding) by this policy.
-    binding = {BINDING_VARIABLE: options.bind_to or str(registry.get("orte_bind_to"))}
+    binding = {BINDING: options.bind_to or str(registry.get("orte_bind_to"))}
     app = AppContext(argv, cwd, {**exported, **mca_env, **binding})
     return Plan(options, allocation, job_map, app, mca_env)
 

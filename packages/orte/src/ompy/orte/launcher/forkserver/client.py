@@ -55,16 +55,13 @@ def environment_fits(server_env: Mapping[str, str], rank_env: Mapping[str, str])
     contract) and the binding policy (read by the rank's starter) may differ; every other
     variable must be equal.
     """
-    from ompy.opal.binding import BINDING_VARIABLE
-    from ompy.orte.control.environment import ALL_VARIABLES
+    from ompy.orte.control.environment import ALL_VARIABLES, BINDING
 
     def common(env: Mapping[str, str]) -> dict[str, str]:
         return {
             name: value
             for name, value in env.items()
-            if name not in ALL_VARIABLES
-            and name != BINDING_VARIABLE
-            and not name.startswith(MCA_PREFIX)
+            if name not in ALL_VARIABLES and name != BINDING and not name.startswith(MCA_PREFIX)
         }
 
     return common(server_env) == common(rank_env)
